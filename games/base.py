@@ -1,0 +1,267 @@
+"""The contract between the server and a game package.
+
+A game package (``games/<kind>/``) is pure: no database, no network, no clock, no
+global random state, no file access.  The server hands it plain data and gets
+plain data back:
+
+* ``state`` is a JSON-compatible ``dict`` (str keys, lists, ints, strs, bools,
+  None; **no floats**).  The server stores it verbatim as the game's versioned
+  snapshot.  A game never mutates the state it was given; it returns a new one
+  (``copy.deepcopy`` at the top of a handler is fine).
+* ``Context`` carries everything that would otherwise be I/O: the time, a seeded
+  random generator, who is acting.
+* ``Outcome`` says what happened: the new state, one ``Result`` per command line
+  for the sender's reply, extra reply ``Section`` s, ``Notice`` s (mails to other
+  players), order sets now held, and audit lines.
+
+The mail's path: the server strips the mail down to its command lines
+(``Line``), extracts and verifies the ``$$password$$`` convention, and calls
+
+    commands = rules.parse(lines)              # syntax only, pure, never raises
+    # server verifies any Command.credentials (pbmserv-style "userid password")
+    outcome  = rules.apply(state, commands, ctx)
+
+For turn-based games ``pbm turn run`` / the scheduler calls
+``rules.run_turn(state, ctx)``.  The scheduler also calls ``rules.tick(state,
+ctx)`` about once a minute so a game can do time-driven work (digests).
+
+Texts: a game returns either plain ``text`` or a Jinja ``template`` name
+(looked up under ``templates/<kind>/``, e.g. ``"report.txt"``) with ``data``.
+If a template ``X.txt`` has a sibling ``X.html`` the mail gets an HTML
+alternative part rendered from the same data.  Boards that "print
+themselves" are best produced by pure Python in the game and passed in
+``data`` as a preformatted string.
+
+Secrets: a game never puts a password into any text.  ``Command.credentials``
+holds the inline password; ``Command.text`` is the line as echoed back, and a
+game that parses inline credentials must return ``text`` with the password
+replaced by ``"****"``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Callable
+
+State = dict[str, Any]
+
+#: ``Notice.to`` value meaning "every active player of this game".
+ALL_PLAYERS = "*"
+
+
+class GameError(Exception):
+    """Raised by a game for a request that cannot be carried out at all
+    (e.g. ``run_turn`` on a game without turns, an invalid import file).
+    The message is shown to the GM/player as is."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One command line of a mail, as the player wrote it (stripped)."""
+
+    number: int  # 1-based line number in the mail body; 0 for the Subject line
+    text: str
+
+    @property
+    def where(self) -> str:
+        return "Subject" if self.number == 0 else f"line {self.number}"
+
+
+@dataclass
+class Command:
+    """A parsed command.
+
+    ``name`` is the game's own keyword ("join", "give", "move", ...) and
+    ``args`` its parsed arguments (JSON-compatible).  ``error`` is set when
+    the line could not be parsed: say what was wrong and what would be
+    accepted ("expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice").
+    ``credentials`` is ``(userid, password)`` for pbmserv-style lines; the
+    server verifies it and fills ``actor`` (the verified userid) or sets
+    ``error``.  ``text`` is the (password-free) echo of the line.
+    """
+
+    line: Line
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    credentials: tuple[str, str] | None = None
+    actor: str | None = None
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            self.text = self.line.text
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who sent the mail, as the server established it."""
+
+    handle: str | None  # account handle bound to the From address, None if unregistered
+    email: str
+    authenticated: bool  # a $$password$$ in the mail matched the account
+    is_gm: bool = False  # from PBM_GM_ADDRESS with the GM account's password
+
+
+@dataclass
+class Context:
+    now: datetime  # timezone-aware UTC
+    rng: random.Random  # seeded by the server; the seed is recorded
+    actor: Actor | None = None  # None for turn runs / ticks
+    turn: int = 0  # the game's current turn number (1-based once started)
+    game_name: str = ""
+    # Each player's e-mail address, for games that derive things from it
+    # (sequence pieces).  handle -> address.
+    emails: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    """What became of one command line; shown in the sender's reply."""
+
+    line: Line
+    ok: bool
+    message: str  # "accepted: ..." or the specific reason for refusal
+    text: str = ""  # password-free echo of the line; defaults to line.text
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            self.text = self.line.text
+
+
+@dataclass
+class Section:
+    """A block of the sender's reply after the per-line results."""
+
+    title: str = ""
+    text: str = ""
+    template: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Notice:
+    """A mail to players other than (or as well as) the sender.
+
+    ``to`` is a list of handles, or ``[ALL_PLAYERS]``.  ``kind`` is
+    ``"report"`` (turn reports, board updates: Auto-Submitted: auto-generated)
+    or ``"notice"``.  ``per_viewer``: when true the server renders the
+    template once per recipient with ``data["viewer"]`` set to that handle,
+    so hidden information can be cut per player (the game should prefer to
+    send one Notice per player with already-filtered data instead).
+    """
+
+    to: list[str]
+    subject: str
+    text: str = ""
+    template: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    kind: str = "notice"
+
+
+@dataclass
+class Outcome:
+    state: State
+    results: list[Result] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    #: for turn-based games: handle -> the order lines now held for this turn
+    #: (password-free).  The server records them and shows them in the reply.
+    orders: dict[str, list[str]] = field(default_factory=dict)
+    #: GM or notable actions to write to the audit log.
+    audit: list[str] = field(default_factory=list)
+    #: handles that joined / left with this outcome (memberships table).
+    joined: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    #: the turn is over and the server should advance its turn counter.
+    turn_done: bool = False
+    #: the game has ended (no more turns, no more commands).
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class Option:
+    """A per-game option set at ``pbm game new KIND NAME --option KEY=VALUE``."""
+
+    name: str
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = str  # converts the string from the CLI/mail; raises ValueError
+
+
+class Rules:
+    """Base class of a game's rules.  Subclass in ``games/<kind>/__init__.py``
+    and expose an instance as ``RULES``."""
+
+    kind: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    #: one paragraph shown in ``games`` / ``help``
+    summary: ClassVar[str] = ""
+    #: True: orders are collected and resolved by run_turn (rmpm, giveaway,
+    #: agora_rpg's weekly tick, sequence's closing deadline).  curio: False.
+    has_turns: ClassVar[bool] = True
+    #: deadline expression used when the GM gives none, e.g.
+    #: "every Saturday 03:00 UTC"; None: no scheduled turns.
+    default_deadline: ClassVar[str | None] = None
+    #: what a turn is called in mails: "week", "round", "turn".
+    turn_name: ClassVar[str] = "turn"
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    # -- life cycle ---------------------------------------------------------
+    def new_game(self, options: dict[str, Any], ctx: Context) -> State:
+        """Initial state for a new game with the (already parsed) options."""
+        raise NotImplementedError
+
+    def import_state(self, data: dict[str, Any]) -> State:
+        """Validate an exported/hand-written JSON document and return a state.
+        Raise GameError naming what is wrong."""
+        return data
+
+    def export_state(self, state: State) -> dict[str, Any]:
+        return state
+
+    # -- mail ---------------------------------------------------------------
+    def parse(self, lines: list[Line]) -> list[Command]:
+        """Parse command lines.  Never raises: a bad line becomes a Command
+        with ``error`` set.  Lines that are not for this game at all may be
+        returned as errors too ("unknown command ..., expected one of ...")."""
+        raise NotImplementedError
+
+    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
+        """Carry out the commands of one mail from ``ctx.actor``.  Must return
+        exactly one Result per command (the server reports parse errors of
+        commands with ``error`` set if the game leaves them out)."""
+        raise NotImplementedError
+
+    def run_turn(self, state: State, ctx: Context) -> Outcome:
+        """Resolve the current turn (weekly update, round, tick, deadline)."""
+        raise GameError(f"{self.title} has no turns: moves take effect when they arrive.")
+
+    def tick(self, state: State, ctx: Context) -> Outcome | None:
+        """Time-driven work between turns (digests, timeouts); None: nothing."""
+        return None
+
+    # -- what people see ----------------------------------------------------
+    def players(self, state: State) -> list[str]:
+        """Handles of the active players (who get ALL_PLAYERS notices)."""
+        raise NotImplementedError
+
+    def waiting_for(self, state: State) -> list[str]:
+        """Handles of active players who have not yet sent orders this turn
+        (reminders, early processing).  Games without orders: []."""
+        return []
+
+    def view(self, state: State, viewer: str | None) -> list[Section]:
+        """The game as ``viewer`` may see it (None: an observer / the public).
+        Used by ``pbm game show NAME [--as PLAYER]`` and ``status`` mails."""
+        raise NotImplementedError
+
+    def help_text(self) -> str:
+        """Rules summary and command syntax, for ``help KIND``."""
+        return self.summary
