@@ -6,8 +6,10 @@ plain data back:
 
 * ``state`` is a JSON-compatible ``dict`` (str keys, lists, ints, strs, bools,
   None; **no floats**).  The server stores it verbatim as the game's versioned
-  snapshot.  A game never mutates the state it was given; it returns a new one
-  (``copy.deepcopy`` at the top of a handler is fine).
+  snapshot.  The server always passes a freshly loaded state that it will not
+  reuse, so a game may update it in place and return it in the Outcome (or
+  return a new dict).  A refused command must leave the state unchanged:
+  validate first, then change.
 * ``Context`` carries everything that would otherwise be I/O: the time, a seeded
   random generator, who is acting.
 * ``Outcome`` says what happened: the new state, one ``Result`` per command line
@@ -89,6 +91,7 @@ class Command:
     credentials: tuple[str, str] | None = None
     actor: str | None = None
     text: str = ""
+    accounts: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.text:
@@ -116,8 +119,8 @@ class Context:
     actor: Actor | None = None  # None for turn runs / ticks
     turn: int = 0  # the game's current turn number (1-based once started)
     game_name: str = ""
-    # Each player's e-mail address, for games that derive things from it
-    # (sequence pieces).  handle -> address.
+    # handle -> e-mail address of every handle named in a Command.accounts
+    # list of this mail (and of the actor).
     emails: dict[str, str] = field(default_factory=dict)
 
 
