@@ -1,0 +1,177 @@
+"""The numbered boards of one curio game, and the one place where the JSON
+state is turned into objects and back.
+
+State document (``pbm game export``)::
+
+    {
+      "version": 1,
+      "defaults": {"base": 4, "rows": 5, "cols": 5, "num_pieces": 0, "turn": true,
+                   "limit": true, "face": "large", "capture": "le", "draw_moves": 50},
+      "next_board": 102,
+      "boards": {
+        "101": {
+          "number": 101, "light": "alice", "dark": "bob",
+          "setup": {... as defaults, num_pieces resolved ...},
+          "seed": 123456789,            # the layout is derived from this alone
+          "start": null,                # or an explicit start position (set-up games)
+          "moves": ["d2-d3", "b4xd3"],  # as played; x marks a capture
+          "position": {"to_move": "light", "ply": 2, "quiet": 0,
+                       "pieces": {"a1": {"side": "light", "own": 4, "other": 1,
+                                         "revealed": false}, ...}},
+          "status": "active",           # active | finished | declined
+          "winner": null, "reason": "",
+          "draw_offer": null,           # "light" | "dark" while a draw is proposed
+          "subscribers": ["carol"],
+          "started": "2026-11-21T05:00:00+00:00"
+        }
+      }
+    }
+
+``position`` is a cache of ``replay(setup, seed, moves, start)``; importing a
+state checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from games.curio.model import (
+    DARK, LIGHT, SIDE_NAME, IllegalMove, Position, Setup, SetupError, replay,
+)
+
+FIRST_BOARD = 101
+
+
+def same_handle(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and a.casefold() == b.casefold()
+
+
+@dataclass
+class Board:
+    number: int
+    light: str
+    dark: str
+    setup: Setup
+    seed: int
+    position: Position
+    moves: list[str] = field(default_factory=list)
+    start: dict | None = None
+    status: str = "active"
+    winner: str | None = None  # a handle
+    reason: str = ""
+    draw_offer: str | None = None  # the side that proposed
+    subscribers: list[str] = field(default_factory=list)
+    started: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+    def handle(self, side: str) -> str:
+        return self.light if side == LIGHT else self.dark
+
+    def side_of(self, handle: str | None) -> str | None:
+        if same_handle(handle, self.light):
+            return LIGHT
+        if same_handle(handle, self.dark):
+            return DARK
+        return None
+
+    def title(self) -> str:
+        return f"board {self.number}: {self.light} (Light) vs {self.dark} (Dark)"
+
+    def summary(self) -> str:
+        """One line for listings; nothing hidden in it."""
+        pos = self.position
+        if self.status == "declined":
+            state = "declined"
+        elif self.status == "finished":
+            state = f"over after {pos.ply} moves: " + (
+                f"{self.winner} won" if self.winner else "drawn")
+        else:
+            state = f"move {pos.ply + 1}, {self.handle(pos.to_move)} to move"
+        return f"{self.number}  {self.light} (Light) vs {self.dark} (Dark): {state}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number, "light": self.light, "dark": self.dark,
+            "setup": self.setup.to_dict(), "seed": self.seed, "start": self.start,
+            "moves": list(self.moves), "position": self.position.to_json(),
+            "status": self.status, "winner": self.winner, "reason": self.reason,
+            "draw_offer": self.draw_offer, "subscribers": list(self.subscribers),
+            "started": self.started,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Board":
+        setup = Setup.from_dict(d["setup"])
+        return cls(
+            number=int(d["number"]), light=d["light"], dark=d["dark"], setup=setup,
+            seed=int(d.get("seed") or 0), position=Position.from_json(setup, d["position"]),
+            moves=list(d.get("moves", [])), start=d.get("start"),
+            status=d.get("status", "active"), winner=d.get("winner"),
+            reason=d.get("reason", ""), draw_offer=d.get("draw_offer"),
+            subscribers=list(d.get("subscribers", [])), started=d.get("started", ""),
+        )
+
+    def check(self) -> None:
+        """SetupError / IllegalMove / ValueError if the record does not hold together."""
+        self.setup.validate()
+        if same_handle(self.light, self.dark):
+            raise ValueError("light and dark are the same player")
+        if self.status not in ("active", "finished", "declined"):
+            raise ValueError(f"unknown status {self.status!r}")
+        if self.draw_offer not in (None, LIGHT, DARK):
+            raise ValueError(f"draw_offer must be null, light or dark, not {self.draw_offer!r}")
+        final = replay(self.setup, self.seed, self.moves, self.start)[-1]
+        if final.to_json() != self.position.to_json():
+            raise ValueError("the stored position is not what seed/start and moves give")
+
+
+@dataclass
+class CurioState:
+    defaults: Setup = field(default_factory=Setup)
+    next_board: int = FIRST_BOARD
+    boards: dict[int, Board] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "defaults": dataclasses.asdict(self.defaults),
+            "next_board": self.next_board,
+            "boards": {str(n): b.to_json() for n, b in sorted(self.boards.items())},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "CurioState":
+        boards = {int(k): Board.from_json(v) for k, v in d.get("boards", {}).items()}
+        nxt = int(d.get("next_board", FIRST_BOARD))
+        return cls(Setup.from_dict(d.get("defaults", {})), max([nxt, *(n + 1 for n in boards)]), boards)
+
+    @classmethod
+    def validated(cls, d: dict[str, Any]) -> "CurioState":
+        """Load and check a hand-written or exported document; ValueError naming the problem."""
+        if not isinstance(d, dict):
+            raise ValueError("a curio state is a JSON object")
+        try:
+            state = cls.from_json(d)
+            state.defaults.validate()
+        except SetupError as e:
+            raise ValueError(f"defaults: {e}") from None
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"not a curio state: {e!r}") from None
+        for number, board in state.boards.items():
+            try:
+                board.check()
+            except (SetupError, IllegalMove, ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"board {number}: {e}") from None
+        return state
+
+    def players(self) -> list[str]:
+        names = {b.handle(s) for b in self.boards.values() if b.active for s in (LIGHT, DARK)}
+        return sorted(names, key=str.casefold)
+
+
+__all__ = ["Board", "CurioState", "FIRST_BOARD", "SIDE_NAME", "same_handle"]

@@ -1,0 +1,216 @@
+"""Parsing curio's pbmserv-style command lines (syntax only; never raises).
+
+    curio challenge [-options] <userid1> <userid2>
+    curio move <board> <userid> <password> <from>-<to>[#<move number>]
+    curio resign <board> <userid> <password>
+    curio draw <board> <userid> <password> [propose|accept|reject]
+    curio show <board>
+    curio showas <userid> <password> <board>
+    curio subscribe <board>      /  curio unsubscribe <board>
+    curio boards
+
+The leading ``curio`` may be left out in mail to a curio game's own address.
+Keywords and option names are case-insensitive.  The password of a line is
+never echoed: ``Command.text`` has it replaced by ``****``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from games.base import Command, Line
+from games.curio.model import CAPTURE_RULES
+
+USAGE = {
+    "challenge": "curio challenge [-options] <userid1> <userid2>, e.g. curio challenge -rows=6 alice bob",
+    "move": "curio move <board> <userid> <password> <from>-<to>[#<move number>], "
+            "e.g. curio move 101 alice PASSWORD d2-d4#1",
+    "resign": "curio resign <board> <userid> <password>, e.g. curio resign 101 alice PASSWORD",
+    "draw": "curio draw <board> <userid> <password> [propose|accept|reject], "
+            "e.g. curio draw 101 alice PASSWORD propose",
+    "show": "curio show <board>, e.g. curio show 101",
+    "showas": "curio showas <userid> <password> <board>, e.g. curio showas alice PASSWORD 101",
+    "subscribe": "curio subscribe <board>, e.g. curio subscribe 101",
+    "unsubscribe": "curio unsubscribe <board>, e.g. curio unsubscribe 101",
+    "boards": "curio boards",
+}
+ALIASES = {"list": "boards", "games": "boards", "observe": "subscribe", "watch": "subscribe",
+           "resigns": "resign"}
+DRAW_ACTIONS = {"propose": "propose", "offer": "propose", "accept": "accept", "agree": "accept",
+                "reject": "reject", "decline": "reject", "refuse": "reject"}
+
+FLAGS: dict[str, tuple[str, object]] = {
+    "turn": ("turn", True), "no_turn": ("turn", False),
+    "limit": ("limit", True), "no_limit": ("limit", False),
+    "face_large": ("face", "large"), "face_small": ("face", "small"),
+    "face_random": ("face", "random"),
+    **{f"capture_{code}": ("capture", code) for code in CAPTURE_RULES},
+}
+CREDENTIALS = ("move", "resign", "draw", "showas")
+VALUED = ("base", "rows", "cols", "num_pieces", "draw_moves")
+OPTION_LIST = "-" + ", -".join([f"{v}=N" for v in VALUED] + list(FLAGS))
+
+_MOVE = re.compile(r"^([a-z][0-9]{1,2})[-x:]?([a-z][0-9]{1,2})(?:#([0-9]+))?$", re.I)
+_TOKEN = re.compile(r"\S+")
+
+
+class _Line:
+    """A line split into tokens that remembers where each token stands, so a
+    password can be masked in place."""
+
+    def __init__(self, line: Line):
+        self.line = line
+        self.spans = [(m.group(), m.span()) for m in _TOKEN.finditer(line.text)]
+        self.start = 1 if self.spans and self.spans[0][0].lower() == "curio" else 0
+        self.words = [t for t, _ in self.spans[self.start:]]
+
+    def masked(self, *indexes: int) -> str:
+        """The line with the words at ``indexes`` (counted after ``curio``) as ****."""
+        text = self.line.text
+        for i in sorted(indexes, reverse=True):
+            if 0 <= i < len(self.words):
+                a, b = self.spans[self.start + i][1]
+                text = text[:a] + "****" + text[b:]
+        return text
+
+    def cut(self) -> str:
+        """The line up to the command word, for lines we cannot read (the rest
+        might hold a password)."""
+        keep = [t for t, _ in self.spans[: self.start + 1]]
+        more = len(self.spans) > self.start + 1
+        return " ".join(keep) + (" ..." if more else "")
+
+
+def _board(word: str) -> int | None:
+    word = word.lstrip("#")
+    return int(word) if word.isdigit() and len(word) < 9 else None
+
+
+def parse_line(line: Line) -> Command:
+    try:
+        return _parse(line)
+    except Exception as e:  # parse() never raises; this is a last resort
+        return Command(line, "error", error=f"could not read this line ({type(e).__name__})",
+                       text=_Line(line).cut())
+
+
+def _parse(line: Line) -> Command:
+    tl = _Line(line)
+    if not tl.words:
+        return Command(line, "error", error="expected a curio command: " + ", ".join(USAGE))
+    name = tl.words[0].lower()
+    name = ALIASES.get(name, name)
+    if name in DRAW_ACTIONS and name != "draw":
+        # "curio accept 101 bob PASSWORD" is read as "curio draw 101 bob PASSWORD accept"
+        words = ["draw", *tl.words[1:4], name]
+        if len(tl.words) != 4:
+            return Command(line, "draw", error=f"expected {USAGE['draw']}",
+                           text=tl.masked(*range(2, len(tl.words))))
+        return _draw(line, tl, words, masked=tl.masked(3))
+    args = tl.words[1:]
+
+    def bad(why: str = "", mask: tuple[int, ...] = ()) -> Command:
+        lead = f"{why}; expected " if why else "expected "
+        if name in CREDENTIALS:  # a misplaced password could stand anywhere
+            mask = tuple(range(2, len(tl.words)))
+        return Command(line, name, error=lead + USAGE[name], text=tl.masked(*mask))
+
+    if name == "challenge":
+        return _challenge(line, tl, args, bad)
+    if name == "move":
+        masked = tl.masked(3)
+        if len(args) < 4:
+            return bad("incomplete move", (3,))
+        board = _board(args[0])
+        if board is None:
+            return bad("the word after move must be the board number", (3,))
+        m = _MOVE.match("".join(args[3:]))
+        if not m:
+            return bad(f"{' '.join(args[3:])!r} is not a move like d2-d4", (3,))
+        number = int(m.group(3)) if m.group(3) else None
+        return Command(line, "move", {"board": board, "move": f"{m.group(1).lower()}-{m.group(2).lower()}",
+                                      "number": number},
+                       credentials=(args[1], args[2]), text=masked)
+    if name in ("resign",):
+        if len(args) != 3:
+            return bad(mask=(3,))
+        board = _board(args[0])
+        if board is None:
+            return bad("the word after resign must be the board number", (3,))
+        return Command(line, name, {"board": board}, credentials=(args[1], args[2]),
+                       text=tl.masked(3))
+    if name == "draw":
+        return _draw(line, tl, tl.words, masked=tl.masked(3))
+    if name == "showas":
+        if len(args) != 3:
+            return bad(mask=(2,))
+        board = _board(args[2])
+        if board is None:
+            return bad("the board number comes last", (2,))
+        return Command(line, name, {"board": board}, credentials=(args[0], args[1]),
+                       text=tl.masked(2))
+    if name in ("show", "subscribe", "unsubscribe"):
+        if len(args) != 1 or _board(args[0]) is None:
+            return bad()
+        return Command(line, name, {"board": _board(args[0])})
+    if name == "boards":
+        if args:
+            return bad("boards takes nothing after it")
+        return Command(line, name)
+    return Command(line, "unknown", error=(
+        f"unknown curio command {tl.words[0]!r}; expected one of " + ", ".join(USAGE)
+        + " (e.g. " + USAGE["move"].split("e.g. ")[1] + ")"), text=tl.cut())
+
+
+def _draw(line: Line, tl: _Line, words: list[str], masked: str) -> Command:
+    args = words[1:]
+    hidden = tl.masked(*range(2, len(tl.words)))
+    if len(args) not in (3, 4):
+        return Command(line, "draw", error=f"expected {USAGE['draw']}", text=hidden)
+    board = _board(args[0])
+    if board is None:
+        return Command(line, "draw", error=f"the board number comes first; expected {USAGE['draw']}",
+                       text=hidden)
+    action = "propose"
+    if len(args) == 4:
+        action = DRAW_ACTIONS.get(args[3].lower(), "")
+        if not action:
+            return Command(line, "draw", error=f"{args[3]!r} is not propose, accept or reject; "
+                                               f"expected {USAGE['draw']}", text=hidden)
+    return Command(line, "draw", {"board": board, "action": action, "explicit": len(args) == 4},
+                   credentials=(args[1], args[2]), text=masked)
+
+
+def _challenge(line: Line, tl: _Line, args: list[str], bad) -> Command:
+    options: dict[str, object] = {}
+    users: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if not word.startswith("-"):
+            users.append(word)
+            i += 1
+            continue
+        key, _, value = word.lstrip("-").partition("=")
+        if not _:
+            key, _, value = key.partition(":")
+        key = key.lower()
+        if key in FLAGS and not value:
+            field, val = FLAGS[key]
+            options[field] = val
+        elif key in VALUED:
+            if not value and i + 1 < len(args) and args[i + 1].lstrip("-").isdigit():
+                i += 1
+                value = args[i]
+            try:
+                options[key] = int(value)
+            except ValueError:
+                return bad(f"-{key} needs a whole number, e.g. -{key}=5")
+        else:
+            return bad(f"unknown option {word!r} (options: {OPTION_LIST})")
+        i += 1
+    if len(users) != 2:
+        return bad(f"name exactly two players, not {len(users)}")
+    if users[0].casefold() == users[1].casefold():
+        return bad("the two players must be different")
+    return Command(line, "challenge", {"options": options, "players": users}, accounts=list(users))

@@ -1,0 +1,394 @@
+"""CurioRules: one curio game holds many numbered boards (101, 102, ...)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from games.base import (
+    Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State,
+)
+from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
+from games.curio.commands import USAGE, parse_line
+from games.curio.model import (
+    CAPTURE_RULES, DARK, FACES, LIGHT, SIDE_NAME, IllegalMove, Move, Position, Setup,
+    SetupError, opponent,
+)
+from games.curio.view import board_data, board_text
+
+REGISTER_FIRST = "you are not registered: send `register HANDLE PASSWORD` to pbm@ this server first"
+
+
+def _bool(text: str) -> bool:
+    t = str(text).strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected yes or no, not {text!r}")
+
+
+def _choice(values):
+    def parse(text: str) -> str:
+        t = str(text).strip().lower()
+        if t not in values:
+            raise ValueError(f"expected one of {', '.join(values)}, not {text!r}")
+        return t
+    return parse
+
+
+class Refused(Exception):
+    """A command that cannot be carried out; the message goes to the sender."""
+
+
+@dataclass
+class _Mail:
+    """Collects what one mail's commands say per (recipient, board), so a
+    player gets one mail per board with every event in it."""
+
+    sections: dict[tuple[int, str | None], list[str]] = field(default_factory=dict)
+    notices: dict[tuple[str, int], tuple[str | None, list[str], str]] = field(default_factory=dict)
+
+    def reply(self, board: Board, side: str | None, headline: str = "") -> None:
+        lines = self.sections.setdefault((board.number, side), [])
+        if headline:
+            lines.append(headline)
+
+    def tell(self, handle: str, board: Board, side: str | None, headline: str, subject: str) -> None:
+        key = (handle, board.number)
+        old = self.notices.get(key)
+        lines = (old[1] if old else []) + [headline]
+        self.notices[key] = (side, lines, subject)
+
+
+class CurioRules(Rules):
+    kind = "curio"
+    title = "Curio"
+    summary = (
+        "Curio (Tavener and Browne, 2008): two players move two-faced pieces like chess "
+        "queens, as far as the face they see on them.  Each player sees only the face "
+        "pointing at them; a piece turns round after a capture and shows both faces.  "
+        "Capture all enemy royal pieces to win.  Many boards run in one game."
+    )
+    has_turns = False
+    default_deadline = None
+    turn_name = "move"
+    options = (
+        Option("base", 4, "default -base: digits 1..base, every pair i<=j is a piece", int),
+        Option("rows", 5, "default -rows of a new board", int),
+        Option("cols", 5, "default -cols of a new board", int),
+        Option("num_pieces", 0, "default -num_pieces per side (0: one of each pair)", int),
+        Option("turn", True, "pieces turn round after a capture (-turn / -no_turn)", _bool),
+        Option("limit", True, "pieces move at most their face value (-limit / -no_limit)", _bool),
+        Option("face", "large", "which face points at the owner: large, small or random",
+               _choice(FACES)),
+        Option("capture", "le", "capture rule: " + ", ".join(CAPTURE_RULES), _choice(CAPTURE_RULES)),
+        Option("draw_moves", 50, "moves in a row without a capture that draw (0: never)", int),
+    )
+
+    # -- life cycle -------------------------------------------------------------------
+    def new_game(self, options: dict[str, Any], ctx: Context) -> State:
+        values = {o.name: o.default for o in self.options}
+        values.update({k: v for k, v in (options or {}).items() if k in values})
+        try:
+            defaults = Setup(**values).validate()
+        except (SetupError, TypeError) as e:
+            raise GameError(f"curio options: {e}") from None
+        return CurioState(defaults=defaults).to_json()
+
+    def import_state(self, data: dict[str, Any]) -> State:
+        try:
+            return CurioState.validated(data).to_json()
+        except ValueError as e:
+            raise GameError(str(e)) from None
+
+    def export_state(self, state: State) -> dict[str, Any]:
+        return CurioState.from_json(state).to_json()
+
+    # -- mail -------------------------------------------------------------------------
+    def parse(self, lines: list[Line]) -> list[Command]:
+        return [parse_line(line) for line in lines]
+
+    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
+        game = CurioState.from_json(state)
+        mail = _Mail()
+        outcome = Outcome(state=state)
+        for cmd in commands:
+            if cmd.error:
+                outcome.results.append(Result(cmd.line, False, cmd.error, cmd.text))
+                continue
+            try:
+                handler = getattr(self, f"_do_{cmd.name}")
+                message = handler(game, cmd, ctx, mail, outcome)
+                outcome.results.append(Result(cmd.line, True, f"accepted: {message}", cmd.text))
+            except Refused as e:
+                outcome.results.append(Result(cmd.line, False, str(e), cmd.text))
+        for (number, side), headlines in mail.sections.items():
+            board = game.boards[number]
+            data = board_data(board, side, headlines)
+            outcome.sections.append(Section(
+                title=f"Curio board {number}", template="board.txt", data=data))
+        for (handle, number), (side, headlines, subject) in mail.notices.items():
+            board = game.boards[number]
+            outcome.notices.append(Notice(
+                to=[handle], subject=subject, template="board.txt",
+                data=board_data(board, side, headlines), kind="report"))
+        outcome.state = game.to_json()
+        return outcome
+
+    # -- helpers ----------------------------------------------------------------------
+    @staticmethod
+    def _board(game: CurioState, number: int) -> Board:
+        board = game.boards.get(number)
+        if board is None:
+            known = ", ".join(str(n) for n in sorted(game.boards)[-5:])
+            raise Refused(f"there is no curio board {number}"
+                          + (f" (boards here: {known}{', ...' if len(game.boards) > 5 else ''})"
+                             if known else f" (boards are numbered from {FIRST_BOARD})"))
+        return board
+
+    @staticmethod
+    def _player(board: Board, cmd: Command) -> str:
+        """The side of the verified userid on this board."""
+        if not cmd.actor:
+            raise Refused("the userid and password could not be checked")
+        side = board.side_of(cmd.actor)
+        if side is None:
+            raise Refused(f"{cmd.actor} is not playing on board {board.number} "
+                          f"({board.light} and {board.dark} are)")
+        return side
+
+    @staticmethod
+    def _observers(board: Board, mail: _Mail, headline: str, subject: str) -> None:
+        for handle in board.subscribers:
+            mail.tell(handle, board, None, headline, subject)
+
+    @staticmethod
+    def _end(board: Board, winner_side: str | None, reason: str, status: str = "finished") -> None:
+        board.status = status
+        board.winner = board.handle(winner_side) if winner_side else None
+        board.reason = reason
+        board.draw_offer = None
+
+    @staticmethod
+    def _end_headline(board: Board) -> str:
+        if board.winner:
+            return (f"Game over: {board.winner} ({SIDE_NAME[board.side_of(board.winner)]}) won, "
+                    f"{board.reason}.")
+        return f"Game over: a draw, {board.reason}."
+
+    # -- commands ---------------------------------------------------------------------
+    def _do_challenge(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        actor = ctx.actor
+        if actor is None or not actor.handle:
+            raise Refused(REGISTER_FIRST)
+        players = []
+        for name in cmd.args["players"]:
+            known = next((h for h in ctx.emails if h.casefold() == name.casefold()), None)
+            if known is None:
+                raise Refused(f"there is no account {name}: both players must be registered "
+                              f"(`register HANDLE PASSWORD` to pbm@ this server)")
+            players.append(known)
+        light, dark = players
+        if not actor.is_gm and not any(same_handle(actor.handle, p) for p in players):
+            raise Refused(f"you ({actor.handle}) can only challenge with yourself as one of "
+                          f"the two players")
+        base = dataclasses.asdict(game.defaults)
+        opts = dict(cmd.args["options"])
+        if "base" in opts and "num_pieces" not in opts:
+            base["num_pieces"] = 0  # one set for the new base
+        try:
+            setup = Setup(**{**base, **opts}).validate()
+        except SetupError as e:
+            raise Refused(f"this board cannot be set up: {e}") from None
+        setup = Setup.from_dict(setup.to_dict())
+        seed = ctx.rng.randrange(2 ** 31)
+        start = Position.initial(setup, seed)
+        ended = start.result()
+        if ended is not None:
+            raise Refused(f"with these options the game would be over before the first move "
+                          f"({ended[1]}): choose other options")
+        number = game.next_board
+        board = Board(number=number, light=light, dark=dark, setup=setup, seed=seed,
+                      position=start, started=ctx.now.isoformat())
+        game.boards[number] = board
+        game.next_board = number + 1
+        head = f"Board {number} started: {light} (Light, moves first) vs {dark} (Dark)."
+        sender_side = board.side_of(actor.handle)
+        mail.reply(board, sender_side, head)
+        for side in (LIGHT, DARK):
+            if side != sender_side:
+                who = f"{actor.handle} has challenged you" if not actor.is_gm else "The game master has started a game for you"
+                mail.tell(board.handle(side), board, side,
+                          f"{who} to Curio on board {number}; you play {SIDE_NAME[side]}.",
+                          f"Curio board {number}: new game, you play {SIDE_NAME[side]}")
+        out.audit.append(f"curio board {number} started by {actor.handle}: {light} vs {dark}, "
+                         f"{setup.flags()}, seed {seed}")
+        return f"board {number}: {light} (Light) vs {dark} (Dark), {light} moves first"
+
+    def _do_move(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        board = self._board(game, cmd.args["board"])
+        side = self._player(board, cmd)
+        try:
+            if not board.active:
+                raise Refused(f"board {board.number} is over: {board.reason}")
+            pos = board.position
+            number = cmd.args.get("number")
+            if number is not None and number != pos.ply + 1:
+                if number <= pos.ply:
+                    raise Refused(f"move #{number} has already been played on board "
+                                  f"{board.number}; the next is move #{pos.ply + 1}")
+                raise Refused(f"board {board.number} is at move #{pos.ply + 1}, not #{number}")
+            if pos.to_move != side:
+                raise Refused(f"it is {board.handle(pos.to_move)}'s move on board {board.number}, "
+                              f"not yours")
+            try:
+                move = pos.check(side, Move.parse(cmd.args["move"]))
+            except (IllegalMove, ValueError) as e:
+                raise Refused(f"illegal move: {e}") from None
+        except Refused:
+            mail.reply(board, side)
+            raise
+        board.position = pos.play(move)
+        board.moves.append(str(move))
+        if board.draw_offer == opponent(side):
+            board.draw_offer = None  # moving instead of answering turns the offer down
+        me, them = board.handle(side), board.handle(opponent(side))
+        head = f"Move {pos.ply + 1}: {me} ({SIDE_NAME[side]}) played {move}" + (
+            ", capturing" + (" and turning round" if board.setup.turn else "") if move.capture else "") + "."
+        subject = f"Curio board {board.number}: {me} played {move}"
+        result = board.position.result()
+        if result is not None:
+            winner, reason = result
+            self._end(board, winner, reason)
+            end = self._end_headline(board)
+            head = f"{head} {end}"
+            subject = f"Curio board {board.number}: game over"
+        elif board.position.to_move == opponent(side):
+            subject = f"Curio board {board.number}: your move ({me} played {move})"
+        mail.reply(board, side, head)
+        mail.tell(them, board, opponent(side), head, subject)
+        self._observers(board, mail, head, f"Curio board {board.number}: {me} played {move}")
+        return f"{move} on board {board.number}" + (f"; {board.reason}" if result else "")
+
+    def _do_resign(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        board = self._board(game, cmd.args["board"])
+        side = self._player(board, cmd)
+        if not board.active:
+            raise Refused(f"board {board.number} is over: {board.reason}")
+        me = board.handle(side)
+        if board.position.ply == 0:
+            self._end(board, None, f"{me} declined before the first move", status="declined")
+            head = f"{me} declined the challenge on board {board.number}; the board is closed."
+            what = "challenge declined"
+        else:
+            self._end(board, opponent(side), f"{me} resigned")
+            head = f"{me} resigned on board {board.number}: {board.winner} wins."
+            what = "resigned"
+        mail.reply(board, side, head)
+        mail.tell(board.handle(opponent(side)), board, opponent(side), head,
+                  f"Curio board {board.number}: {what}")
+        self._observers(board, mail, head, f"Curio board {board.number}: {what}")
+        return f"{what} on board {board.number}"
+
+    def _do_draw(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        board = self._board(game, cmd.args["board"])
+        side = self._player(board, cmd)
+        if not board.active:
+            raise Refused(f"board {board.number} is over: {board.reason}")
+        me, them = board.handle(side), board.handle(opponent(side))
+        action = cmd.args["action"]
+        if action == "propose" and board.draw_offer == opponent(side):
+            action = "accept"  # both want a draw
+        n = board.number
+        if action == "propose":
+            if board.draw_offer == side:
+                raise Refused(f"you have already proposed a draw on board {n}")
+            board.draw_offer = side
+            head = f"{me} proposes a draw on board {n}."
+            mail.reply(board, side, head)
+            mail.tell(them, board, opponent(side), head, f"Curio board {n}: {me} proposes a draw")
+            return f"draw proposed on board {n}; {them} may accept or reject it"
+        if board.draw_offer != opponent(side):
+            raise Refused(f"{them} has not proposed a draw on board {n}"
+                          + ("" if action == "reject" else
+                             f"; propose one with curio draw {n} {me} <password> propose"))
+        if action == "reject":
+            board.draw_offer = None
+            head = f"{me} rejected the draw on board {n}; the game goes on."
+            mail.reply(board, side, head)
+            mail.tell(them, board, opponent(side), head, f"Curio board {n}: draw rejected")
+            return f"draw rejected on board {n}"
+        self._end(board, None, "drawn by agreement")
+        head = f"{me} accepted the draw on board {n}: the game is drawn."
+        mail.reply(board, side, head)
+        mail.tell(them, board, opponent(side), head, f"Curio board {n}: drawn")
+        self._observers(board, mail, head, f"Curio board {n}: drawn")
+        return f"draw agreed on board {n}"
+
+    def _do_show(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        board = self._board(game, cmd.args["board"])
+        mail.reply(board, None)
+        return f"board {board.number} as an observer sees it"
+
+    def _do_showas(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        board = self._board(game, cmd.args["board"])
+        side = self._player(board, cmd)
+        mail.reply(board, side)
+        return f"board {board.number} as {board.handle(side)} sees it"
+
+    def _do_subscribe(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        board = self._board(game, cmd.args["board"])
+        handle = ctx.actor.handle if ctx.actor else None
+        if not handle:
+            raise Refused(REGISTER_FIRST)
+        if board.side_of(handle):
+            raise Refused(f"you are playing on board {board.number}: you get every move already")
+        if any(same_handle(handle, h) for h in board.subscribers):
+            raise Refused(f"you already follow board {board.number}")
+        if not board.active:
+            raise Refused(f"board {board.number} is over: {board.reason}")
+        board.subscribers.append(handle)
+        mail.reply(board, None, f"You now follow board {board.number} as an observer.")
+        return f"you will get every move on board {board.number} (observer's view)"
+
+    def _do_unsubscribe(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        board = self._board(game, cmd.args["board"])
+        handle = ctx.actor.handle if ctx.actor else None
+        if not handle:
+            raise Refused(REGISTER_FIRST)
+        kept = [h for h in board.subscribers if not same_handle(h, handle)]
+        if len(kept) == len(board.subscribers):
+            raise Refused(f"you do not follow board {board.number}")
+        board.subscribers = kept
+        return f"you no longer follow board {board.number}"
+
+    def _do_boards(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+        handle = ctx.actor.handle if ctx.actor else None
+        shown = [b for b in game.boards.values() if b.active or b.side_of(handle)]
+        text = "\n".join(b.summary() for b in shown) or "No boards yet: start one with " + USAGE["challenge"]
+        out.sections.append(Section(title="Curio boards", text=text))
+        return f"{len(shown)} board{'s' if len(shown) != 1 else ''} listed"
+
+    # -- what people see --------------------------------------------------------------
+    def players(self, state: State) -> list[str]:
+        return CurioState.from_json(state).players()
+
+    def view(self, state: State, viewer: str | None) -> list[Section]:
+        game = CurioState.from_json(state)
+        sections = []
+        for number, board in sorted(game.boards.items()):
+            side = board.side_of(viewer)
+            sections.append(Section(title=f"Curio board {number}",
+                                    text=board_text(board_data(board, side))))
+        if not sections:
+            sections.append(Section(title="Curio", text="No boards yet."))
+        return sections
+
+    def help_text(self) -> str:
+        return self.summary + "\n\nCommands (to pbm@ or this game's address):\n" + "\n".join(
+            "  " + u.split(", e.g.")[0] for u in USAGE.values()) + (
+            "\n\nChallenge options: -base=N -rows=N -cols=N -num_pieces=N -draw_moves=N "
+            "-turn/-no_turn -limit/-no_limit -face_large/-face_small/-face_random "
+            "-capture_lt/le/gt/ge, -capture_lt_total/le_total/gt_total/ge_total, -capture_any.")

@@ -1,0 +1,202 @@
+"""What one person may see of a board.
+
+Every view is built from :meth:`Piece.faces_seen_by`, so a player's data holds
+only the faces that player could see at the table, and an observer's only the
+faces both players know (those of turned pieces).
+
+The ASCII board is drawn from the viewer's side: Light (and observers) see
+rank 1 at the bottom and file a on the left; Dark sees the board turned round,
+rank 1 at the top and file a on the right, so each player's home rows are at
+the bottom.  Every cell is four characters wide::
+
+    [4]    one of your pieces, showing the face you see (its range)
+    (1)    an enemy piece, showing the face you see
+    [32]   a piece that has turned: both faces, the one toward you first
+     .     an empty square
+
+Observers see ``[..]`` for Light's and ``(..)`` for Dark's pieces, ``?`` for a
+face only the players know, and a turned piece's owner-facing face first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from games.curio.boards import Board
+from games.curio.model import DARK, LIGHT, SIDE_NAME, Piece, Position, Square
+
+LAST_MOVES = 6
+
+LEGEND_PLAYER = (
+    "[4] your piece, (1) an enemy piece: the face you see; a turned piece shows\n"
+    "both faces, the one toward you first (your pieces' first digit is their range)."
+)
+LEGEND_OBSERVER = (
+    "[ ] Light's pieces, ( ) Dark's pieces; ? is a face only the players know;\n"
+    "a turned piece shows both faces, its owner's face (its range) first."
+)
+
+
+def cell(piece: Piece | None, viewer: str | None) -> tuple[str, str]:
+    """(four-character token, kind) for one square as ``viewer`` sees it."""
+    if piece is None:
+        return " .  ", "empty"
+    faces = "".join(str(f) for f in piece.faces_seen_by(viewer)) or "?"
+    if viewer is None:
+        mine = piece.side == LIGHT
+        kind = piece.side
+    else:
+        mine = piece.side == viewer
+        kind = "own" if mine else "enemy"
+    token = f"[{faces}]" if mine else f"({faces})"
+    return f"{token:<4}", kind + (" turned" if piece.revealed else "")
+
+
+def orientation(position: Position, viewer: str | None) -> tuple[list[int], list[int]]:
+    """(ranks top to bottom, files left to right) as the viewer sees the board."""
+    ranks = list(range(position.setup.rows))
+    files = list(range(position.setup.cols))
+    if viewer == DARK:
+        return ranks, files[::-1]
+    return ranks[::-1], files
+
+
+def grid_rows(position: Position, viewer: str | None) -> tuple[list[str], list[dict]]:
+    ranks, files = orientation(position, viewer)
+    letters = [chr(ord("a") + f) for f in files]
+    rows = []
+    for r in ranks:
+        cells = []
+        for f in files:
+            token, kind = cell(position.pieces.get(Square(f, r)), viewer)
+            cells.append({"text": token.strip() or ".", "token": token, "kind": kind,
+                          "square": Square(f, r).name})
+        rows.append({"rank": r + 1, "cells": cells})
+    return letters, rows
+
+
+def ascii_board(position: Position, viewer: str | None) -> str:
+    """The board as preformatted text: ``NN  cell cell ...  NN`` per rank."""
+    letters, rows = grid_rows(position, viewer)
+    head = "     " + "".join(f" {c}   " for c in letters)
+    lines = [head.rstrip()]
+    for row in rows:
+        body = " ".join(c["token"] for c in row["cells"])
+        lines.append(f"{row['rank']:>3}  {body}  {row['rank']}")
+    lines.append(head.rstrip())
+    return "\n".join(lines)
+
+
+def parse_ascii_board(text: str) -> dict[str, str]:
+    """Square name -> cell token (stripped) of a board drawn by :func:`ascii_board`
+    (also finds it inside a whole mail).  For tests and for tools."""
+    lines = text.splitlines()
+    out: dict[str, str] = {}
+    letters: list[str] | None = None
+    for line in lines:
+        stripped = line.strip()
+        if stripped and all(len(t) == 1 and t.isalpha() for t in stripped.split()):
+            letters = stripped.split()
+            continue
+        parts = line.split()
+        if letters and len(parts) >= 2 and parts[0].isdigit() and parts[0] == parts[-1]:
+            rank = int(parts[0])
+            body = line[5:5 + 5 * len(letters)]
+            for i, letter in enumerate(letters):
+                out[f"{letter}{rank}"] = body[5 * i:5 * i + 4].strip()
+    return out
+
+
+def status_line(board: Board, viewer_side: str | None) -> str:
+    pos = board.position
+    if board.status == "declined":
+        return f"The challenge was declined: {board.reason}."
+    if board.status == "finished":
+        if board.winner:
+            won = "You won" if board.side_of(board.winner) == viewer_side and viewer_side \
+                else f"{board.winner} ({SIDE_NAME[board.side_of(board.winner)]}) won"
+            return f"Game over after {pos.ply} moves. {won}: {board.reason}."
+        return f"Game over after {pos.ply} moves: a draw, {board.reason}."
+    mover = board.handle(pos.to_move)
+    if viewer_side == pos.to_move:
+        return f"It is your move (move {pos.ply + 1})."
+    return f"It is {mover}'s move ({SIDE_NAME[pos.to_move]}, move {pos.ply + 1})."
+
+
+def last_moves(board: Board) -> list[str]:
+    first_side = (board.start or {}).get("to_move", LIGHT)
+    first = max(0, len(board.moves) - LAST_MOVES)
+    out = []
+    for i in range(first, len(board.moves)):
+        side = first_side if i % 2 == 0 else (DARK if first_side == LIGHT else LIGHT)
+        out.append(f"{i + 1:>3}. {SIDE_NAME[side]:<5} {board.moves[i]}")
+    return out
+
+
+def board_data(board: Board, viewer_side: str | None, headlines: list[str] | None = None) -> dict[str, Any]:
+    """The template data of one board for one viewer (a side, or None for an
+    observer).  Contains only what that viewer may see."""
+    pos = board.position
+    letters, rows = grid_rows(pos, viewer_side)
+    you = board.handle(viewer_side) if viewer_side else None
+    offer = ""
+    if board.active and board.draw_offer:
+        who = board.handle(board.draw_offer)
+        if viewer_side == board.draw_offer:
+            offer = "You have proposed a draw; it stands until your opponent answers or moves."
+        elif viewer_side:
+            offer = (f"{who} proposes a draw: answer with curio draw {board.number} "
+                     f"{you} <password> accept (or reject).")
+        else:
+            offer = f"{who} has proposed a draw."
+    hint = ""
+    if board.active and viewer_side == pos.to_move:
+        hint = (f"To move: curio move {board.number} {you} <password> <from>-<to>"
+                f"#{pos.ply + 1}")
+    return {
+        "headlines": list(headlines or []),
+        "number": board.number,
+        "light": board.light,
+        "dark": board.dark,
+        "you": you,
+        "side": SIDE_NAME[viewer_side] if viewer_side else None,
+        "observer": viewer_side is None,
+        "status": status_line(board, viewer_side),
+        "active": board.active,
+        "your_turn": bool(board.active and viewer_side == pos.to_move),
+        "after_move": pos.ply,
+        "last_moves": last_moves(board),
+        "grid": ascii_board(pos, viewer_side),
+        "files": letters,
+        "rows": rows,
+        "legend": LEGEND_OBSERVER if viewer_side is None else LEGEND_PLAYER,
+        "counts": f"Pieces left: Light {pos.count(LIGHT)}, Dark {pos.count(DARK)}.",
+        "draw_offer": offer,
+        "hint": hint,
+        "options": board.setup.flags(),
+    }
+
+
+def board_text(data: dict[str, Any]) -> str:
+    """Plain-text rendering of :func:`board_data` (the same as templates/curio/board.txt;
+    used by ``view`` for the CLI)."""
+    out = list(data["headlines"])
+    if out:
+        out.append("")
+    who = f"you are {data['side']}" if data["side"] else "observer's view"
+    out.append(f"Curio board {data['number']}: {data['light']} (Light) vs {data['dark']} (Dark), {who}")
+    out.append(data["status"])
+    if data["draw_offer"]:
+        out.append(data["draw_offer"])
+    if data["last_moves"]:
+        out.append("Last moves:")
+        out.extend(data["last_moves"])
+    out.append("")
+    out.append(f"Position after move {data['after_move']}:")
+    out.append(data["grid"])
+    out.append(data["legend"])
+    out.append(data["counts"])
+    if data["hint"]:
+        out.append(data["hint"])
+    out.append(f"Options: {data['options']}")
+    return "\n".join(out)

@@ -1,0 +1,191 @@
+"""The game as objects, and the one place where JSON state <-> objects happens.
+
+A :class:`Game` holds the players (in join order), the orders held for the
+current round and a short summary of the last round.  ``Game.from_state``
+copies everything out of the stored dict, ``Game.to_state`` builds a new one,
+so the state the server passed in is never changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from games.base import GameError
+
+SCHEMA = 1
+START_HOLDING = 3  # rule 2: everybody starts round 1 with three points
+ROUND_BONUS = 3  # rule 4: three extra points every later round
+WINNING_SCORE = 100  # rule 1
+MIN_PLAYERS = 3
+
+NO_ORDER_CHOICES = ("forfeit", "split")
+
+# Game status
+JOINING = "joining"  # round 1 not resolved yet: players may join
+PLAYING = "playing"
+OVER = "over"
+
+
+def key(handle: str) -> str:
+    """Handles match case-insensitively."""
+    return handle.casefold()
+
+
+@dataclass
+class Gift:
+    amount: int
+    to: str  # recipient handle as registered
+
+    def line(self) -> str:
+        return f"GIVE {self.amount} TO {self.to}"
+
+
+@dataclass
+class Player:
+    handle: str
+    holding: int = START_HOLDING
+    active: bool = True
+    score: int | None = None  # score of the last round played
+    left_round: int | None = None  # the round during which the player left
+
+    @property
+    def key(self) -> str:
+        return key(self.handle)
+
+
+@dataclass
+class Game:
+    no_order: str = "forfeit"
+    round_limit: int = 0  # 0: no limit
+    round: int = 1  # the round whose orders are being collected
+    status: str = JOINING
+    players: list[Player] = field(default_factory=list)
+    orders: dict[str, list[Gift]] = field(default_factory=dict)  # giver key -> gifts
+    winner: str | None = None
+    end_note: str | None = None
+    last: dict[str, Any] | None = None  # summary of the last round for `view`
+
+    # -- players ----------------------------------------------------------
+    def find(self, handle: str) -> Player | None:
+        k = key(handle)
+        for p in self.players:
+            if p.key == k:
+                return p
+        return None
+
+    def player_index(self) -> dict[str, Player]:
+        return {p.key: p for p in self.players}
+
+    @property
+    def active(self) -> list[Player]:
+        return [p for p in self.players if p.active]
+
+    @property
+    def started(self) -> bool:
+        return self.status != JOINING
+
+    @property
+    def over(self) -> bool:
+        return self.status == OVER
+
+    def order_of(self, handle: str) -> list[Gift] | None:
+        return self.orders.get(key(handle))
+
+    def order_lines(self, handle: str) -> list[str]:
+        return [g.line() for g in self.orders.get(key(handle), [])]
+
+    # -- JSON -------------------------------------------------------------
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "Game":
+        try:
+            if state.get("schema") != SCHEMA:
+                raise GameError(f"unknown giveaway state schema {state.get('schema')!r}, expected {SCHEMA}")
+            opts = state["options"]
+            game = cls(
+                no_order=opts["no_order"],
+                round_limit=int(opts["round_limit"]),
+                round=int(state["round"]),
+                status=state["status"],
+                players=[
+                    Player(
+                        handle=p["handle"],
+                        holding=int(p["holding"]),
+                        active=bool(p["active"]),
+                        score=p.get("score"),
+                        left_round=p.get("left_round"),
+                    )
+                    for p in state["players"]
+                ],
+                orders={
+                    k: [Gift(int(g[0]), str(g[1])) for g in gifts] for k, gifts in state.get("orders", {}).items()
+                },
+                winner=state.get("winner"),
+                end_note=state.get("end_note"),
+                last=_copy(state.get("last")),
+            )
+        except GameError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise GameError(f"not a giveaway state: {exc.__class__.__name__} {exc}") from None
+        game.validate()
+        return game
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "options": {"no_order": self.no_order, "round_limit": self.round_limit},
+            "round": self.round,
+            "status": self.status,
+            "players": [
+                {
+                    "handle": p.handle,
+                    "holding": p.holding,
+                    "active": p.active,
+                    "score": p.score,
+                    "left_round": p.left_round,
+                }
+                for p in self.players
+            ],
+            "orders": {k: [[g.amount, g.to] for g in gifts] for k, gifts in self.orders.items()},
+            "winner": self.winner,
+            "end_note": self.end_note,
+            "last": _copy(self.last),
+        }
+
+    def validate(self) -> None:
+        """Raise GameError naming the first thing wrong (used by import)."""
+        if self.no_order not in NO_ORDER_CHOICES:
+            raise GameError(f"options.no_order must be one of {', '.join(NO_ORDER_CHOICES)}, not {self.no_order!r}")
+        if self.round_limit < 0:
+            raise GameError("options.round_limit must be 0 (no limit) or a positive number of rounds")
+        if self.round < 1:
+            raise GameError("round must be 1 or more")
+        if self.status not in (JOINING, PLAYING, OVER):
+            raise GameError(f"status must be joining, playing or over, not {self.status!r}")
+        seen = set()
+        for p in self.players:
+            if not p.handle or p.key in seen:
+                raise GameError(f"player handle {p.handle!r} is empty or appears twice")
+            seen.add(p.key)
+            if p.holding < 1:
+                raise GameError(f"player {p.handle} holds {p.holding} points; a holding is at least 1")
+        index = self.player_index()
+        for giver, gifts in self.orders.items():
+            p = index.get(giver)
+            if p is None or not p.active:
+                raise GameError(f"an order is held for {giver!r}, who is not an active player")
+            if sum(g.amount for g in gifts) != p.holding or any(g.amount < 1 for g in gifts):
+                raise GameError(f"the order held for {p.handle} does not add up to the holding {p.holding}")
+            for g in gifts:
+                r = index.get(key(g.to))
+                if r is None or not r.active or r is p:
+                    raise GameError(f"the order held for {p.handle} gives to {g.to!r}, not another active player")
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value

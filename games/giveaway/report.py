@@ -1,0 +1,127 @@
+"""Texts for the mails: the round report and the order acknowledgement.
+
+Everything is turned into short, already wrapped lines here (pure Python), so
+the templates only lay them out.  Lines stay within 78 characters except the
+score table, which is preformatted.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from games.giveaway.model import Game, Gift
+from games.giveaway.resolve import RoundResult
+from games.giveaway.rings import TANGLE_LOOPS
+
+WIDTH = 76
+MAX_BREAKERS_SHOWN = 3
+MAX_TANGLE_NAMES = 12
+
+
+def pts(n: int) -> str:
+    return f"{n} point" if n == 1 else f"{n} points"
+
+
+def wrap(text: str, indent: str = "    ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
+def ring_path(names: list[str]) -> str:
+    return " > ".join(names + names[:1])
+
+
+def gift_list(gifts: list[tuple[str, int]], word: str) -> str:
+    return ", ".join(f"{n} {word} {h}" for h, n in gifts)
+
+
+def report_data(result: RoundResult, game_name: str, tangle_loops: int = TANGLE_LOOPS) -> dict[str, Any]:
+    """The data of templates/giveaway/report.txt for one round."""
+    h = result.handle
+    ledger: list[str] = []
+    for p in result.players:
+        if p.ordered:
+            text = f"{p.handle} held {p.holding} and gave {gift_list(p.gave, 'to')}."
+        elif p.forfeited == p.holding:
+            text = f"{p.handle} held {p.holding}, sent no order and forfeited all of it."
+        else:
+            text = (
+                f"{p.handle} held {p.holding} and sent no order: it was split evenly, "
+                f"{p.forfeited} left over and forfeited."
+            )
+        got = []
+        if p.received:
+            got.append(gift_list(p.received, "from"))
+        if p.share:
+            got.append(f"{p.share} from split holdings")
+        text += f" Received {'; '.join(got) if got else 'nothing'}"
+        text += f", ring bonus {p.bonus}." if p.bonus else "."
+        ledger.extend(wrap(text))
+
+    rings = []
+    for ring in result.analysis.rings:
+        names = [h(m) for m in ring.members]
+        rings.extend(
+            wrap(
+                f"{ring_path(names)}: {ring.size} players passing {pts(ring.amount)}, "
+                f"each receives {ring.amount * ring.size} instead of {ring.amount} (+{ring.bonus})."
+            )
+        )
+    broken = []
+    for b in result.analysis.broken:
+        names = [h(m) for m in b.members]
+        why = [f"{h(u)} gives {v_n} to {h(v)}" for u, v, v_n in b.breakers[:MAX_BREAKERS_SHOWN]]
+        more = len(b.breakers) - MAX_BREAKERS_SHOWN
+        if more > 0:
+            why.append(f"{more} more")
+        broken.extend(wrap(f"{ring_path(names)} ({pts(b.amount)}): broken by {', '.join(why)}."))
+    tangles = []
+    for t in result.analysis.tangles:
+        names = [h(m) for m in t.members[:MAX_TANGLE_NAMES]]
+        listed = ", ".join(names) + (f" and {len(t.members) - len(names)} more" if len(t.members) > len(names) else "")
+        tangles.extend(
+            wrap(
+                f"Gifts of {pts(t.amount)} among {len(t.members)} players ({listed}) loop {t.loops} ways, "
+                f"more than {tangle_loops}: a tangle, so no ring of three or more forms there."
+            )
+        )
+
+    return {
+        "game": game_name,
+        "round": result.round,
+        "ledger": ledger,
+        "rings": rings,
+        "broken": broken,
+        "tangles": tangles,
+        "table": score_table(result),
+        "notes": [line for note in result.notes for line in wrap(note, "")],
+        "winner": result.winner,
+        "finished": result.finished,
+        "next_round": None if result.finished else result.round + 1,
+    }
+
+
+def score_table(result: RoundResult) -> str:
+    rows = [("Player", "Held", "Received", "Bonus", "Score", "Next")]
+    for p in result.players:
+        rows.append((p.handle, str(p.holding), str(p.got), str(p.bonus), str(p.score), "-" if result.finished else str(p.next_holding)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for r in rows:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def order_data(game: Game, handle: str, refused: bool) -> dict[str, Any]:
+    """Data of templates/giveaway/order.txt: the order held and the holding."""
+    p = game.find(handle)
+    gifts: list[Gift] = game.order_of(handle) or []
+    return {
+        "round": game.round,
+        "holding": p.holding if p else 0,
+        "lines": [g.line() for g in gifts],
+        "total": sum(g.amount for g in gifts),
+        "held": bool(gifts),
+        "refused": refused,
+    }

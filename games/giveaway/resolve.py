@@ -1,0 +1,173 @@
+"""Resolving a round: gifts, rings, scores, next holdings, the end of the game.
+
+``resolve_round(game)`` reads the orders held and returns a
+:class:`RoundResult`; ``advance(game, result)`` returns the game for the next
+round (or the finished game).  Nothing here changes its arguments.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from games.giveaway.model import (
+    OVER,
+    PLAYING,
+    ROUND_BONUS,
+    WINNING_SCORE,
+    Game,
+    Player,
+    key,
+)
+from games.giveaway.rings import TANGLE_LOOPS, RingAnalysis, find_rings
+
+
+@dataclass
+class PlayerRound:
+    handle: str
+    holding: int
+    ordered: bool
+    gave: list[tuple[str, int]] = field(default_factory=list)  # (recipient, points)
+    received: list[tuple[str, int]] = field(default_factory=list)  # (giver, points)
+    share: int = 0  # points from split unordered holdings (option no_order=split)
+    bonus: int = 0  # ring bonuses
+    forfeited: int = 0  # own points lost for want of an order
+
+    @property
+    def got(self) -> int:
+        return sum(n for _, n in self.received) + self.share
+
+    @property
+    def score(self) -> int:
+        """Rule 4 / ruling: points received including ring bonuses."""
+        return self.got + self.bonus
+
+    @property
+    def next_holding(self) -> int:
+        return self.score + ROUND_BONUS
+
+
+@dataclass
+class RoundResult:
+    round: int
+    players: list[PlayerRound]  # active players, join order; ring members index this list
+    analysis: RingAnalysis
+    winner: str | None = None
+    finished: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def handle(self, i: int) -> str:
+        return self.players[i].handle
+
+    @property
+    def scores(self) -> dict[str, int]:
+        return {p.handle: p.score for p in self.players}
+
+
+def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundResult:
+    active = game.active
+    index = {p.key: i for i, p in enumerate(active)}
+    rows = [PlayerRound(p.handle, p.holding, ordered=p.key in game.orders) for p in active]
+    out: list[dict[int, int]] = [{} for _ in active]
+    for i, p in enumerate(active):
+        for gift in game.orders.get(p.key, []):
+            j = index[key(gift.to)]  # held orders name active players only (LEAVE drops the others)
+            out[i][j] = out[i].get(j, 0) + gift.amount
+    for i, gifts in enumerate(out):
+        for j, n in gifts.items():
+            rows[i].gave.append((active[j].handle, n))
+            rows[j].received.append((active[i].handle, n))
+    # No order: the holding is forfeited, or split evenly among the others.
+    others = len(active) - 1
+    for i, row in enumerate(rows):
+        if row.ordered:
+            continue
+        if game.no_order == "split" and others > 0:
+            each = row.holding // others
+            for j, other in enumerate(rows):
+                if j != i:
+                    other.share += each
+            row.forfeited = row.holding - each * others
+        else:
+            row.forfeited = row.holding
+
+    analysis = find_rings(out, tangle_loops)
+    for i, bonus in enumerate(analysis.bonuses(len(active))):
+        rows[i].bonus = bonus
+
+    result = RoundResult(game.round, rows, analysis)
+    _decide_end(result, game.round_limit)
+    return result
+
+
+def _decide_end(result: RoundResult, round_limit: int) -> None:
+    """Rule 1 and the round limit option."""
+    scores = result.scores
+    if not scores:
+        return
+    counts = Counter(scores.values())
+    unique = [(s, h) for h, s in scores.items() if counts[s] == 1]
+    best = max(unique) if unique else None
+    top = max(scores.values())
+    if top >= WINNING_SCORE:
+        if best is not None:
+            result.winner, result.finished = best[1], True
+            tied = sorted({s for s in counts if counts[s] > 1 and s > best[0]}, reverse=True)
+            if tied:
+                result.notes.append(
+                    "Tied scores drop out of contention (rule 1): "
+                    + ", ".join(str(s) for s in tied)
+                    + f". {best[1]} has the highest score nobody else has."
+                )
+            result.notes.append(f"{best[1]} wins the game with {best[0]} points.")
+            return
+        result.notes.append(
+            f"A score of {WINNING_SCORE} or more was reached, but every score is tied with another one, "
+            "so nobody can win yet: another round is played."
+        )
+    if round_limit and result.round >= round_limit:
+        result.finished = True
+        if best is not None:
+            result.winner = best[1]
+            result.notes.append(
+                f"The round limit of {round_limit} rounds is reached: {best[1]} wins with {best[0]} points, "
+                "the highest score nobody else has."
+            )
+        else:
+            result.notes.append(
+                f"The round limit of {round_limit} rounds is reached and every score is tied with another: "
+                "the game ends without a winner."
+            )
+
+
+def advance(game: Game, result: RoundResult) -> Game:
+    """The game after ``result``: scores and holdings updated, orders cleared."""
+    rows = {key(r.handle): r for r in result.players}
+    players = []
+    for p in game.players:
+        r = rows.get(p.key)
+        if r is not None:
+            p = replace(p, score=r.score, holding=r.next_holding)
+        else:
+            p = replace(p)
+        players.append(p)
+    return replace(
+        game,
+        players=players,
+        orders={},
+        round=game.round + 1 if not result.finished else game.round,
+        status=OVER if result.finished else PLAYING,
+        winner=result.winner,
+        end_note=" ".join(result.notes) if result.finished else None,
+        last={
+            "round": result.round,
+            "scores": [[r.handle, r.score] for r in result.players],
+            "rings": [
+                [ring.amount, [result.handle(m) for m in ring.members]] for ring in result.analysis.rings
+            ],
+        },
+    )
+
+
+def player_list(players: list[Player]) -> str:
+    return ", ".join(p.handle for p in players)

@@ -1,0 +1,424 @@
+"""The weekly update: one player's slot (fences, exchanges, chip 1, chip 2,
+MN/AN/PN, encounters, buying, MT), the action table, joining and leaving.
+
+Rule references (III/04 ...) are to the sections of the original rules; the
+rulings of docs/games/rmpm.md settle the gaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dfield
+
+from games.base import Command, Line
+from games.rmpm.board import DIR_NAMES, DIRS, PARKING, Field, direction, fmt, on_board_, parse_field, step
+from games.rmpm.model import Game, Player, wrap
+from games.rmpm.orders import parse_line
+
+FIELD_PRICE = 500
+
+
+# -- order sets -----------------------------------------------------------------
+
+def blocks_of(cmds: list[Command]) -> list[list[tuple[int, Command]]]:
+    """Split an order set at USE MT into move blocks of (index, command)."""
+    blocks: list[list[tuple[int, Command]]] = [[]]
+    for i, c in enumerate(cmds):
+        if c.name == "use_mt":
+            blocks.append([])
+        elif c.name in ("move", "fence", "exchange", "buy"):
+            blocks[-1].append((i, c))
+    return blocks
+
+
+def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str]:
+    """Errors of an order set that can never run (index -> reason).  Things
+    that depend on the board as others leave it (fences, occupancy,
+    ownership) are not errors: the pre-analysis warns about them."""
+    errors: dict[int, str] = {}
+    names = [c.name for c in cmds]
+    for i, c in enumerate(cmds):
+        if c.name in ("leave", "cancel") and len(cmds) > 1:
+            errors[i] = f"{c.text} must be the only order of the mail"
+    mt = [i for i, n in enumerate(names) if n == "use_mt"]
+    for i in mt[1:]:
+        errors[i] = "only one MT card can be used per week"
+    if mt and p.cards.get("MT", 0) < 1:
+        errors[mt[0]] = "you hold no MT (move twice) card"
+    for b, block in enumerate(blocks_of(cmds)):
+        moves = [(i, c) for i, c in block if c.name == "move"]
+        buys = [(i, c) for i, c in block if c.name == "buy"]
+        for i, _ in moves[2:]:
+            errors[i] = ("a move block has two move lines (chip 1, then chip 2); "
+                         "send USE MT before a second move")
+        if len(moves) == 1:
+            errors[moves[0][0]] = ("a move needs two lines: chip 1 one field, then chip 2, "
+                                   "e.g. 16-04 -> 16-05 and 22-07 -> 25-07")
+        for i, _ in buys[2:]:
+            errors[i] = "at most two BUY lines per move (one per chip)"
+        if buys and len(moves) < 2:
+            for i, _ in buys:
+                errors.setdefault(i, "BUY needs a move in the same block: you can only buy a field "
+                                     "where your move makes an encounter")
+        if len(moves) >= 2:
+            (i1, m1), (i2, m2) = moves[0], moves[1]
+            a, t = parse_field(m1.args["from"]), parse_field(m1.args["to"], on_board=False)
+            d = direction(a, t)
+            if d is None or d[1] != 1:
+                errors[i1] = f"chip 1 moves exactly one field up, down, left or right, not {m1.text}"
+            elif not on_board_(t):
+                errors[i1] = f"{m1.text} leaves the board"
+        if b == 0:
+            chips = p.chips or []
+            if len(moves) >= 2:
+                (i1, m1), (i2, m2) = moves[0], moves[1]
+                f1, f2 = parse_field(m1.args["from"]), parse_field(m2.args["from"])
+                if f1 not in chips:
+                    errors.setdefault(i1, f"no chip of yours on {fmt(f1)}; your chips are on "
+                                          f"{fmt(chips[0])} and {fmt(chips[1])}")
+                else:
+                    other = chips[1 - chips.index(f1)]
+                    if f2 != other:
+                        errors.setdefault(i2, f"chip 2 must be your other chip, on {fmt(other)}")
+            for i, c in block:
+                if c.name == "fence" and parse_field(c.args["at"]) not in chips:
+                    errors[i] = f"no chip of yours on {c.args['at']}: fences can only be turned around your own chips"
+                if c.name == "exchange":
+                    mid = _middle(c)
+                    if mid not in chips:
+                        errors[i] = (f"{c.args['a']} and {c.args['b']} are not the opposite neighbours "
+                                     f"of one of your chips ({fmt(chips[0])}, {fmt(chips[1])})")
+    return errors
+
+
+def _middle(c: Command) -> Field:
+    a, b = parse_field(c.args["a"]), parse_field(c.args["b"])
+    return ((a[0] + b[0]) // 2, (a[1] + b[1]) // 2)
+
+
+def parse_held(lines: list[str]) -> list[Command]:
+    return [parse_line(Line(i + 1, t)) for i, t in enumerate(lines)]
+
+
+# -- the slot ---------------------------------------------------------------------
+
+@dataclass
+class SlotResult:
+    player: Player
+    old: list[Field]
+    interm: list[Field] | None = None
+    new: list[Field] | None = None
+    mns: list[int] = dfield(default_factory=list)
+    notes: dict[int, list[str]] = dfield(default_factory=dict)  # command index -> what happened
+    events: list[str] = dfield(default_factory=list)  # encounters, buys, MT
+    landed: list[str] = dfield(default_factory=list)  # where each chip landed (pre-analysis)
+
+    def note(self, i: int, text: str) -> None:
+        self.notes.setdefault(i, []).append(text)
+
+    @property
+    def mn_text(self) -> str:
+        if not self.mns:
+            return "-"
+        return "+".join(str(m) for m in self.mns)
+
+
+def run_slot(game: Game, p: Player, cmds: list[Command]) -> SlotResult:
+    """Carry out one player's held orders on the board as it stands."""
+    res = SlotResult(player=p, old=list(p.chips))
+    blocks = blocks_of(cmds)
+    for b, block in enumerate(blocks):
+        if b == 1:
+            if p.cards.get("MT", 0) < 1:
+                for i, _ in block:
+                    res.note(i, "not executed: no MT card left")
+                break
+            p.cards["MT"] -= 1
+            res.interm = list(p.chips)
+            res.events.append("played an MT card: second move")
+        _run_block(game, p, block, res)
+    res.new = list(p.chips)
+    return res
+
+
+def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: SlotResult) -> None:
+    board = game.board
+    for i, c in block:
+        if c.name == "fence":
+            at, frm, to = parse_field(c.args["at"]), c.args["frm"], c.args["to"]
+            if at not in p.chips:
+                res.note(i, f"not executed: no chip of yours on {fmt(at)}")
+            elif not board.fence_at(at, frm):
+                res.note(i, f"not executed: no fence on the {DIR_NAMES[frm]} side of {fmt(at)}")
+            elif not on_board_(step(at, to)):
+                res.note(i, f"not executed: the {DIR_NAMES[to]} side of {fmt(at)} is the board edge")
+            elif board.fence_at(at, to):
+                res.note(i, f"not executed: there is already a fence on the {DIR_NAMES[to]} side of {fmt(at)}")
+            else:
+                board.turn_fence(at, frm, to)
+                res.note(i, f"fence turned from the {DIR_NAMES[frm]} to the {DIR_NAMES[to]} side of {fmt(at)}")
+    for i, c in block:
+        if c.name == "exchange":
+            a, b = parse_field(c.args["a"]), parse_field(c.args["b"])
+            mid = _middle(c)
+            if mid not in p.chips:
+                res.note(i, f"not executed: no chip of yours on {fmt(mid)} between the two fields")
+            else:
+                board.exchange(a, b)
+                res.note(i, f"numbers exchanged: {fmt(a)} is now {board.number(a)}, "
+                            f"{fmt(b)} is now {board.number(b)}")
+    moves = [(i, c) for i, c in block if c.name == "move"]
+    mn = 0
+    pn_add = 0
+    moved = False
+    encounters: list[tuple[Field, str]] = []
+    if len(moves) >= 2:
+        (i1, m1), (i2, m2) = moves[0], moves[1]
+        f1 = parse_field(m1.args["from"])
+        t1 = parse_field(m1.args["to"], on_board=False)
+        chip1 = p.chips.index(f1) if f1 in p.chips else None
+        ok1 = False
+        if chip1 is None:
+            res.note(i1, f"not executed: no chip of yours on {fmt(f1)}")
+        else:
+            d = direction(f1, t1)
+            if d is None or d[1] != 1:
+                res.note(i1, "not executed: chip 1 moves exactly one field")
+            else:
+                why = board.blocked(f1, d[0])
+                refusal = None if why else game.landing_refusal(p, chip1, t1)
+                if why == "edge":
+                    res.note(i1, f"not executed: {fmt(t1)} is off the board")
+                elif why == "fence":
+                    res.note(i1, f"not executed: a fence stands between {fmt(f1)} and {fmt(t1)}")
+                elif refusal:
+                    res.note(i1, f"not executed: {refusal}")
+                else:
+                    ok1 = True
+                    moved = True
+                    game.move_chip(p, chip1, t1)
+                    num = board.number(t1)
+                    mn += DIRS[d[0]][2]
+                    pn_add += num
+                    res.note(i1, f"chip 1 moves {DIR_NAMES[d[0]]} to {fmt(t1)} (number {num})")
+                    res.landed.append(f"{fmt(f1)} -> {fmt(t1)}")
+                    enc = _encounter(game, p, t1)
+                    if enc:
+                        encounters.append((t1, enc))
+        f2 = parse_field(m2.args["from"])
+        t2 = parse_field(m2.args["to"], on_board=False)
+        if not ok1:
+            res.note(i2, "not executed: chip 1 did not move, so chip 2 stays")
+        else:
+            chip2 = 1 - chip1
+            if p.chips[chip2] != f2:
+                res.note(i2, f"not executed: your other chip is on {fmt(p.chips[chip2])}, not {fmt(f2)}")
+            else:
+                d2 = direction(f2, t2)[0]
+                dist = board.number(p.chips[chip1])
+                cur = f2
+                k = 0
+                stop = None
+                while k < dist:
+                    stop = board.blocked(cur, d2)
+                    if stop:
+                        break
+                    cur = step(cur, d2)
+                    k += 1
+                short = f" ({stop} after {k} of {dist})" if k < dist else ""
+                if k == 0:
+                    res.note(i2, f"chip 2 cannot move {DIR_NAMES[d2]}: the {stop} is right next to it")
+                else:
+                    refusal = game.landing_refusal(p, chip2, cur)
+                    if refusal:
+                        res.note(i2, f"not executed: chip 2 would land on {fmt(cur)}{short}, but {refusal}")
+                    else:
+                        game.move_chip(p, chip2, cur)
+                        num = board.number(cur)
+                        mn += (k - 1) * 4 + DIRS[d2][2]
+                        pn_add += num
+                        res.note(i2, f"chip 2 moves {k} {DIR_NAMES[d2]}{short} to {fmt(cur)} (number {num})")
+                        res.landed.append(f"{fmt(f2)} -> {fmt(cur)}")
+                        enc = _encounter(game, p, cur)
+                        if enc:
+                            encounters.append((cur, enc))
+    if len(moves) >= 2 or any(c.name in ("fence", "exchange") for _, c in block):
+        res.mns.append(mn)
+    if moved:
+        p.an = wrap(p.an + mn)
+        p.pn = wrap(p.pn + pn_add)
+    # encounters, chip 1 first, with the AN after this move
+    fought: list[Field] = []
+    for f, victim in encounters:
+        v = game.players[victim]
+        text = action(game, p, v, p.an)
+        res.events.append(f"encounter on {fmt(f)} with {v.abbr} ({v.alias}), AN {p.an}: {text}")
+        fought.append(f)
+    bought: set[Field] = set()
+    for i, c in block:
+        if c.name != "buy":
+            continue
+        want = parse_field(c.args["field"]) if c.args.get("field") else None
+        if want is None:
+            cands = [f for f in fought if f not in bought and f not in game.owners]
+            if not cands:
+                res.note(i, "not executed: no encounter field of this move is for sale")
+                continue
+            want = cands[0]
+        if want not in fought:
+            res.note(i, f"not executed: your move made no encounter on {fmt(want)}")
+        elif want in game.owners:
+            owner = game.players.get(game.owners[want])
+            res.note(i, f"not executed: {fmt(want)} is already owned"
+                        + (f" by {owner.abbr}" if owner else ""))
+        elif p.capital < FIELD_PRICE:
+            res.note(i, f"not executed: a field costs {FIELD_PRICE} WCU and you have {p.capital}")
+        else:
+            p.capital -= FIELD_PRICE
+            game.bank += FIELD_PRICE
+            game.owners[want] = p.handle
+            bought.add(want)
+            res.note(i, f"bought {fmt(want)} for {FIELD_PRICE} WCU")
+            res.events.append(f"bought {fmt(want)} for {FIELD_PRICE} WCU")
+
+
+def _encounter(game: Game, p: Player, f: Field) -> str | None:
+    if f == PARKING:
+        return None
+    others = game.others_on(f, p.handle)
+    return others[0] if len(others) == 1 else None
+
+
+# -- the action table (rulings: capital never below 0, the Bank may go negative) --
+
+def _pay(game: Game, payer: Player | None, payee: Player | None, amount: int) -> int:
+    """Move up to ``amount`` from payer to payee (None = the Bank); returns
+    what was paid.  A player never pays more than it has; the Bank always can."""
+    if payer is not None:
+        amount = min(amount, payer.capital)
+        payer.capital -= amount
+    else:
+        game.bank -= amount
+    if payee is not None:
+        payee.capital += amount
+    else:
+        game.bank += amount
+    return amount
+
+
+def action(game: Game, a: Player, v: Player, an: int) -> str:
+    """Carry out the action of the aggressor's AN; returns what happened."""
+    if an <= 10:
+        paid = _pay(game, v, a, 500)
+        return f"{v.abbr} pays {paid} WCU to {a.abbr}"
+    if an <= 20:
+        others = [p for p in game.active() if p is not v]
+        pot = v.capital * 20 // 100
+        share = pot // len(others) if others else 0
+        for o in others:
+            o.capital += share
+        v.capital -= share * len(others)
+        return f"{v.abbr} gives {share} WCU to each of the {len(others)} other players"
+    if an <= 30:
+        rich, poor = (a, v) if a.capital >= v.capital else (v, a)
+        amount = (rich.capital - poor.capital) * 15 // 100
+        _pay(game, rich, poor, amount)
+        return f"{a.abbr} and {v.abbr} share 30% of their capitals: {rich.abbr} pays {amount} WCU to {poor.abbr}"
+    if an <= 40:
+        paid = _pay(game, v, a, v.capital // 2)
+        return f"{a.abbr} takes half of {v.abbr}'s capital: {paid} WCU"
+    if an <= 49:
+        a.cards["MT"] = a.cards.get("MT", 0) + 1
+        return f"{a.abbr} gets an MT (move twice) card"
+    if an == 50:
+        amount = game.kiosk
+        a.capital += amount
+        game.kiosk = 0
+        return f"{a.abbr} robs the kiosk and gets {amount} WCU"
+    if an <= 60:
+        paid = _pay(game, v, None, 500)
+        return f"{v.abbr} pays a fee of {paid} WCU to the Bank"
+    if an <= 70:
+        _pay(game, None, a, 500)
+        return f"the Bank pays 500 WCU to {a.abbr}"
+    if an <= 80:
+        p1 = _pay(game, v, a, 200)
+        p2 = _pay(game, v, None, 200)
+        return f"{v.abbr} pays {p1} WCU to {a.abbr} and {p2} WCU to the Bank"
+    if an <= 90:
+        total = 0
+        n = 0
+        for o in game.active():
+            if o is a:
+                continue
+            c = o.capital
+            x = 50 if c >= 50 else c
+            o.capital = c - x
+            total += x
+            n += 1
+        a.capital += total
+        return f"each of the {n} other players pays up to 50 WCU to {a.abbr}: {total} WCU in all"
+    a.capital, v.capital = v.capital, a.capital
+    return f"{a.abbr} and {v.abbr} exchange their capitals"
+
+
+# -- joining, leaving, the update ---------------------------------------------------
+
+def placement_refusal(game: Game, p: Player, fields: list[Field]) -> str | None:
+    for f in fields:
+        if f != PARKING and len(game.others_on(f, p.handle)) >= 2:
+            return f"start field {fmt(f)} already holds chips of two players"
+    return None
+
+
+def place(game: Game, p: Player) -> str | None:
+    """Put a pending player's chips on the board; returns the reason if not."""
+    why = placement_refusal(game, p, p.start)
+    if why:
+        return why
+    p.chips = list(p.start)
+    p.start = None
+    for f in p.chips:
+        game.place_chip(p.handle, f)
+    p.an = 1
+    p.pn = wrap(sum(game.board.number(f) for f in p.chips))
+    return None
+
+
+@dataclass
+class UpdateResult:
+    week: int
+    slots: dict[str, SlotResult]  # handle -> slot of players that moved
+    idle: list[Player]  # active players without orders
+    left: list[Player]
+    placed: list[Player]
+    not_placed: list[tuple[Player, str]]
+
+
+def weekly_update(game: Game) -> UpdateResult:
+    week = game.week
+    left = []
+    for h, lines in list(game.orders.items()):
+        if [x.strip().upper() for x in lines] == ["LEAVE"] and h in game.players:
+            left.append(game.remove_player(h))
+    slots: dict[str, SlotResult] = {}
+    idle: list[Player] = []
+    for p in game.play_order():
+        lines = game.orders.get(p.handle)
+        if not lines:
+            idle.append(p)
+            continue
+        cmds = [c for c in parse_held(lines) if c.ok and c.name in ("move", "fence", "exchange", "buy", "use_mt")]
+        slots[p.handle] = run_slot(game, p, cmds)
+    placed, not_placed = [], []
+    for p in sorted(game.pending(), key=lambda q: q.number):
+        if p.start is None:
+            continue
+        why = place(game, p)
+        if why:
+            p.start = None
+            not_placed.append((p, why))
+        else:
+            placed.append(p)
+    game.orders = {}
+    game.week = week + 1
+    return UpdateResult(week=week, slots=slots, idle=idle, left=left, placed=placed, not_placed=not_placed)

@@ -1,0 +1,552 @@
+"""The Fourth Game (``sequence``): the rules as the server runs them.
+
+See ``docs/games/sequence.md`` for the rules in full and every ruling.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from games.base import (
+    ALL_PLAYERS,
+    Command,
+    Context,
+    GameError,
+    Line,
+    Notice,
+    Option,
+    Outcome,
+    Result,
+    Rules,
+    Section,
+    State,
+)
+
+from .model import (
+    FINISHER_BONUS,
+    LAST_SCORER_BONUS,
+    PIECES_PER_PLAYER,
+    STATE_VERSION,
+    Game,
+    Piece,
+    Play,
+    Player,
+    explain_total,
+    play_note,
+    points_for,
+)
+from .parsing import COMMANDS, PLAY_SYNTAX, SET_SYNTAX, parse_line
+
+
+class Refused(Exception):
+    """A command that cannot be carried out; the message says why."""
+
+
+def _parse_closes(text: str) -> str | None:
+    """Option ``closes``: an ISO 8601 time (UTC if no offset given), or empty."""
+    text = (text or "").strip()
+    if not text or text.lower() == "none":
+        return None
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat()
+
+
+def _parse_count(text: str) -> int:
+    value = int(str(text).strip())
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
+def _parse_minutes(text: str) -> int:
+    value = int(str(text).strip())
+    if value < 1:
+        raise ValueError("must be at least 1 minute")
+    return value
+
+
+def _when(iso: str) -> str:
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M UTC")
+
+
+class SequenceRules(Rules):
+    kind = "sequence"
+    title = "The Fourth Game"
+    summary = (
+        "A public number-sequence game for up to 250 players.  Each player has ten "
+        "pieces (a value and a multiplier) and plays them one at a time, adding or "
+        "subtracting the value to a running total shared by everyone.  A play that "
+        "brings the total to a multiple of 7 or of 24 scores points, unless the "
+        "player also made the play before it.  Bonuses at the deadline; the highest "
+        "score wins."
+    )
+    has_turns = True
+    #: The game closes at 05:00 US Eastern time; the first such deadline after
+    #: the game is created closes it (the GM can give another with --deadline).
+    default_deadline = "every day 05:00 America/New_York"
+    turn_name = "deadline"
+    options = (
+        Option(
+            "closes", None,
+            "ISO 8601 time of the deadline (UTC unless an offset is given): plays that "
+            "arrive at or after it are refused even before the deadline has been run. "
+            "Empty: only running the deadline closes the game.",
+            _parse_closes,
+        ),
+        Option("max_players", 250, "most players that may join (0: no limit)", _parse_count),
+        Option(
+            "digest_minutes", 60,
+            "least time between two digest mails to a player, in minutes", _parse_minutes,
+        ),
+    )
+
+    # -- life cycle -------------------------------------------------------------
+    def new_game(self, options: dict[str, Any], ctx: Context) -> State:
+        opts = {o.name: o.default for o in self.options}
+        for key, value in options.items():
+            if key not in opts:
+                raise GameError(
+                    f"unknown option {key!r} for {self.kind}: known are "
+                    + ", ".join(opts)
+                )
+            option = next(o for o in self.options if o.name == key)
+            if isinstance(value, str) or value is None:
+                try:
+                    value = option.parse(value if value is not None else "")
+                except ValueError as exc:
+                    raise GameError(f"option {key}: {exc}") from None
+            opts[key] = value
+        return Game.new(opts, ctx.now)
+
+    def import_state(self, data: dict[str, Any]) -> State:
+        try:
+            if data.get("version") != STATE_VERSION:
+                raise ValueError(f"version must be {STATE_VERSION}")
+            game = Game.load(data)
+            total = 0
+            for number in range(1, game.play_count + 1):
+                play = game.play_at(number)
+                total += play.value
+                if play.total != total:
+                    raise ValueError(f"play {number}: total {play.total}, expected {total}")
+                if play.handle not in data["players"]:
+                    raise ValueError(f"play {number}: {play.handle} is not a player")
+            if total != game.total:
+                raise ValueError(f"total {game.total} does not match the plays ({total})")
+            for handle, raw in data["players"].items():
+                player = Player.from_json(handle, raw)
+                if len(player.pieces) != PIECES_PER_PLAYER or len(player.played) != PIECES_PER_PLAYER:
+                    raise ValueError(f"{handle}: ten pieces needed")
+                if player.mail not in ("each", "digest", "none"):
+                    raise ValueError(f"{handle}: mail must be each, digest or none")
+                datetime.fromisoformat(player.digest_at)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GameError(f"not a valid sequence game state: {exc}") from None
+        return data
+
+    # -- mail -----------------------------------------------------------------
+    def parse(self, lines: list[Line]) -> list[Command]:
+        out = []
+        for line in lines:
+            try:
+                out.append(parse_line(line))
+            except Exception as exc:  # parse must never raise
+                out.append(Command(line, "unknown", error=f"cannot read this line ({exc})"))
+        return out
+
+    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
+        game = Game.load(state)
+        outcome = Outcome(state=state)
+        handlers = {
+            "join": self._join,
+            "play": self._play,
+            "pieces": self._pieces,
+            "mail": self._mail,
+            "setpieces": self._set_pieces,
+        }
+        for cmd in commands:
+            if cmd.error:
+                outcome.results.append(Result(cmd.line, False, cmd.error, cmd.text))
+                continue
+            handler = handlers.get(cmd.name)
+            if handler is None:
+                message = f"unknown command: expected {COMMANDS}"
+                outcome.results.append(Result(cmd.line, False, message, cmd.text))
+                continue
+            try:
+                message = handler(game, cmd, ctx, outcome)
+            except Refused as exc:
+                outcome.results.append(Result(cmd.line, False, str(exc), cmd.text))
+            else:
+                outcome.results.append(Result(cmd.line, True, message, cmd.text))
+        outcome.state = game.dump()
+        return outcome
+
+    # -- checks -----------------------------------------------------------------
+    @staticmethod
+    def _registered(ctx: Context) -> str:
+        actor = ctx.actor
+        if actor is None or not actor.handle:
+            raise Refused(
+                "you are not registered: first send 'register HANDLE PASSWORD' to the "
+                "server's pbm@ address"
+            )
+        return actor.handle
+
+    def _authenticated(self, ctx: Context) -> str:
+        handle = self._registered(ctx)
+        if not ctx.actor.authenticated:
+            raise Refused(
+                "password missing or wrong: put $$your password$$ anywhere in the mail"
+            )
+        return handle
+
+    def _member(self, game: Game, ctx: Context, need_password: bool = True) -> str:
+        handle = self._authenticated(ctx) if need_password else self._registered(ctx)
+        found = game.find(handle)
+        if found is None:
+            raise Refused("you are not a player of this game: send JOIN first")
+        return found
+
+    @staticmethod
+    def _open(game: Game, ctx: Context) -> None:
+        if game.finished:
+            raise Refused("the game is over: the deadline has passed and plays no longer count")
+        closes = game.closes_at()
+        if closes is not None and ctx.now >= closes:
+            raise Refused(
+                f"the game closed at {closes.strftime('%Y-%m-%d %H:%M UTC')}: "
+                "plays after the deadline do not count"
+            )
+
+    # -- commands -----------------------------------------------------------------
+    def _join(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+        handle = self._authenticated(ctx)
+        self._open(game, ctx)
+        if game.find(handle) is not None:
+            raise Refused("you have joined this game already")
+        limit = int(game.options.get("max_players") or 0)
+        if limit and game.player_count() >= limit:
+            raise Refused(f"the game is full: it takes at most {limit} players")
+        player = game.add_player(handle, ctx.actor.email, ctx.now)
+        out.joined.append(handle)
+        out.sections.append(self._status_section(game, handle, "Your pieces"))
+        return f"accepted: you are player {player.joined}; your pieces are below"
+
+    def _play(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+        handle = self._member(game, ctx)
+        self._open(game, ctx)
+        player = game.player(handle)
+        args = cmd.args
+        number = args["piece"]
+        if not 1 <= number <= PIECES_PER_PLAYER:
+            raise Refused(f"there is no piece {number}: your pieces are numbered 1 to 10")
+        if player.played[number - 1]:
+            raise Refused(
+                f"piece {number} is used already (play {player.played[number - 1]}); "
+                + self._left_text(player)
+            )
+        piece = player.piece(number)
+        if args["value"] != piece.value:
+            raise Refused(
+                f"piece {number} has the sequence value {piece.value}, not {args['value']}: "
+                f"play it as Piece {number}: {piece.value}, {piece.multiplier} or "
+                f"Piece {number}: -{piece.value}, {piece.multiplier}"
+            )
+        if args["multiplier"] != piece.multiplier:
+            raise Refused(
+                f"piece {number} has the point multiplier {piece.multiplier}, not "
+                f"{args['multiplier']}: play it as Piece {number}: "
+                f"{args['sign'] if args['sign'] == '-' else ''}{piece.value}, {piece.multiplier}"
+            )
+
+        # accepted: from here on the game changes
+        value = piece.value if args["sign"] == "+" else -piece.value
+        repeated = game.last == handle
+        total = game.total + value
+        points = points_for(total, piece.multiplier, eligible=not repeated)
+        play = Play(game.play_count + 1, handle, number, value, piece.multiplier, total, points)
+        game.record(play)
+        game.total = total
+        game.last = handle
+        player.played[number - 1] = play.number
+        if points:
+            player.score += points
+            player.reached = play.number
+            game.last_scoring = play.number
+        if player.done:
+            game.finishers.append([handle, points])
+        if player.seen == play.number - 1:  # nothing else pending for this player's digest
+            player.seen = play.number
+
+        self._announce(game, play, repeated, ctx, out)
+        note = play_note(total, piece.multiplier, points, repeated)
+        return (
+            f"accepted: play {play.number}, total {explain_total(total)}, {note}; "
+            f"your score {player.score}, {len(player.remaining())} pieces left"
+        )
+
+    def _announce(self, game: Game, play: Play, repeated: bool, ctx: Context, out: Outcome) -> None:
+        """A mail per play to the players who asked for one (the player who
+        made the play has the reply already).  Digest players get it from
+        ``tick``."""
+        each = [h for h in game.choosing("each") if h != play.handle]
+        if not each:
+            return
+        data = play.as_data(None)
+        data["eligible"] = not repeated
+        data["note"] = play_note(play.total, play.multiplier, play.points, repeated)
+        data["line"] = play.line(data["note"])
+        out.notices.append(
+            Notice(
+                to=each,
+                subject=f"{ctx.game_name or self.title}: play {play.number}, total {play.total}",
+                template="play.txt",
+                data={
+                    "game": ctx.game_name,
+                    "play": data,
+                    "total": play.total,
+                    "standings": game.standings(),
+                },
+                kind="report",
+            )
+        )
+
+    def _pieces(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+        handle = self._member(game, ctx, need_password=False)
+        out.sections.append(self._status_section(game, handle, "Your pieces"))
+        player = game.player(handle)
+        return (
+            f"accepted: total {game.total}, your score {player.score}, "
+            f"{len(player.remaining())} pieces left"
+        )
+
+    def _mail(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+        handle = self._member(game, ctx)
+        if game.finished:
+            raise Refused("the game is over: there is nothing more to announce")
+        player = game.player(handle)
+        choice = cmd.args["choice"]
+        if choice == "digest" and player.mail != "digest":
+            player.seen = game.play_count  # the digest starts from now
+        player.mail = choice
+        minutes = int(game.options.get("digest_minutes", 60))
+        return {
+            "each": "accepted: you will get a mail for every play",
+            "digest": f"accepted: you will get a digest of the plays at most every {minutes} minutes",
+            "none": "accepted: no mails about plays; you will get the final report",
+        }[choice]
+
+    def _set_pieces(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+        if ctx.actor is None or not ctx.actor.is_gm:
+            raise Refused("only the game master may set a player's pieces")
+        if game.finished:
+            raise Refused("the game is over")
+        handle = game.find(cmd.args["handle"])
+        if handle is None:
+            raise Refused(f"{cmd.args['handle']} is not a player of this game")
+        player = game.player(handle)
+        if player.plays_made:
+            raise Refused(
+                f"{handle} has played already; pieces can only be set before the first play"
+            )
+        player.pieces = [Piece(v, m) for v, m in cmd.args["pieces"]]
+        listing = " ".join(f"{p.value},{p.multiplier}" for p in player.pieces)
+        out.audit.append(f"GM set the pieces of {handle} in {ctx.game_name or 'the game'}: {listing}")
+        out.notices.append(
+            Notice(
+                to=[handle],
+                subject=f"{ctx.game_name or self.title}: your pieces were set by the game master",
+                template="status.txt",
+                data=self._status_data(game, handle, "The game master set your pieces"),
+            )
+        )
+        return f"accepted: the pieces of {handle} are now {listing}"
+
+    # -- time ---------------------------------------------------------------------
+    def tick(self, state: State, ctx: Context) -> Outcome | None:
+        """Digests: a player who chose MAIL DIGEST gets the plays made since
+        their last digest, once at least ``digest_minutes`` have passed since
+        that digest (or since they joined or chose DIGEST), and only when
+        something happened."""
+        if state["finished"] or not state["plays"]:
+            return None
+        count = len(state["plays"])
+        due = [
+            handle
+            for handle, data in state["players"].items()
+            if data["mail"] == "digest" and data["seen"] < count
+        ]
+        if not due:
+            return None
+        game = Game.load(state)
+        interval = game.digest_interval()
+        notices = []
+        standings = None
+        for handle in due:
+            if ctx.now - datetime.fromisoformat(state["players"][handle]["digest_at"]) < interval:
+                continue
+            player = game.player(handle)
+            if standings is None:
+                standings = game.standings()
+            data = self._status_data(game, handle, "")
+            data["plays"] = game.plays_data(player.seen + 1, count)
+            data["standings"] = standings
+            notices.append(
+                Notice(
+                    to=[handle],
+                    subject=(
+                        f"{ctx.game_name or self.title}: plays {player.seen + 1}-{count}, "
+                        f"total {game.total}"
+                    ),
+                    template="digest.txt",
+                    data=data,
+                    kind="report",
+                )
+            )
+            player.seen = count
+            player.digest_at = ctx.now.isoformat()
+        if not notices:
+            return None
+        return Outcome(state=game.dump(), notices=notices)
+
+    def run_turn(self, state: State, ctx: Context) -> Outcome:
+        """The deadline: bonuses, the final report, the end of the game."""
+        game = Game.load(state)
+        if game.finished:
+            raise GameError("The Fourth Game is over already: its deadline has been run.")
+        event = game.play_count
+        bonuses = []
+        half = game.player_count() // 2
+        for handle, points in game.finishers[:half]:
+            if points > 0:
+                event += 1
+                player = game.player(handle)
+                player.score += FINISHER_BONUS
+                player.reached = event
+                bonuses.append({
+                    "handle": handle, "points": FINISHER_BONUS,
+                    "reason": "among the first half to use all ten pieces; tenth play scored",
+                })
+        if game.last_scoring:
+            handle = game.play_at(game.last_scoring).handle
+            event += 1
+            player = game.player(handle)
+            player.score += LAST_SCORER_BONUS
+            player.reached = event
+            bonuses.append({
+                "handle": handle, "points": LAST_SCORER_BONUS,
+                "reason": f"the last play that scored (play {game.last_scoring})",
+            })
+        game.bonuses = bonuses
+        game.finished = True
+        data = self._report_data(game, ctx)
+        report = Notice(
+            to=[ALL_PLAYERS],
+            subject=f"{ctx.game_name or self.title}: final report",
+            template="report.txt",
+            data=data,
+            kind="report",
+        )
+        return Outcome(
+            state=game.dump(), notices=[report], turn_done=True, finished=True,
+            audit=[f"deadline run: {game.play_count} plays, winner {data['winner'] or 'none'}"],
+        )
+
+    # -- what people see -----------------------------------------------------------
+    def players(self, state: State) -> list[str]:
+        return list(state["players"])
+
+    def waiting_for(self, state: State) -> list[str]:
+        """Players who still have pieces to play (for reminders).  Plays take
+        effect when they arrive, so there is nothing to process early."""
+        if state["finished"]:
+            return []
+        return [h for h, p in state["players"].items() if not all(p["played"])]
+
+    def view(self, state: State, viewer: str | None) -> list[Section]:
+        game = Game.load(state)
+        if game.finished:
+            return [Section(title="Final report", template="report.txt",
+                            data=self._report_data(game, None))]
+        handle = game.find(viewer)
+        data = self._status_data(game, handle, "")
+        data["standings"] = game.standings()
+        first = max(1, game.play_count - 9)
+        data["plays"] = game.plays_data(first) if game.play_count else []
+        return [Section(title=self.title, template="status.txt", data=data)]
+
+    def help_text(self) -> str:
+        return (
+            f"{self.title}\n\n{self.summary}\n\n"
+            "Commands (to the game's address, with $$password$$ in the mail):\n"
+            "  JOIN                  join; your pieces come from your e-mail address\n"
+            f"  {PLAY_SYNTAX}\n"
+            "                        play a piece (value and multiplier must match it)\n"
+            "  PIECES                your remaining pieces, your score and the total\n"
+            "  MAIL EACH             a mail for every play\n"
+            "  MAIL DIGEST           a digest at most every hour (the default)\n"
+            "  MAIL NONE             no mails about plays, only the final report\n"
+            f"Game master: {SET_SYNTAX}\n\n"
+            "Scoring: a play scores when the new total is a multiple of 7 (5 x multiplier)\n"
+            "and/or of 24 (10 x multiplier), unless you also made the play before it.\n"
+            "At the deadline: +40 to each of the first half of the players to use all\n"
+            "ten pieces if their tenth play scored; +70 for the last play that scored.\n"
+            "Highest score wins; a tie goes to whoever reached that score first.\n"
+        )
+
+    # -- template data -------------------------------------------------------------
+    def _status_section(self, game: Game, handle: str, title: str) -> Section:
+        return Section(title=title, template="status.txt", data=self._status_data(game, handle, ""))
+
+    @staticmethod
+    def _left_text(player: Player) -> str:
+        left = [str(n) for n, _ in player.remaining()]
+        return "pieces left: " + (", ".join(left) if left else "none")
+
+    def _status_data(self, game: Game, handle: str | None, headline: str) -> dict[str, Any]:
+        me = None
+        if handle is not None:
+            player = game.player(handle)
+            me = {
+                "handle": handle,
+                "score": player.score,
+                "mail": player.mail,
+                "plays": player.plays_made,
+                "next_scores": game.last != handle,
+                "pieces": [
+                    {"number": n, "value": p.value, "multiplier": p.multiplier,
+                     "played": player.played[n - 1]}
+                    for n, p in enumerate(player.pieces, start=1)
+                ],
+            }
+        closes = game.options.get("closes")
+        return {
+            "headline": headline,
+            "total": game.total,
+            "total_text": explain_total(game.total),
+            "play_count": game.play_count,
+            "player_count": game.player_count(),
+            "closes": _when(closes) if closes else None,
+            "finished": game.finished,
+            "me": me,
+            "plays": [],
+            "standings": [],
+        }
+
+    def _report_data(self, game: Game, ctx: Context | None) -> dict[str, Any]:
+        standings = game.standings()
+        return {
+            "game": ctx.game_name if ctx else "",
+            "plays": game.plays_data() if game.play_count else [],
+            "total": game.total,
+            "player_count": game.player_count(),
+            "bonuses": game.bonuses,
+            "standings": standings,
+            "winner": standings[0]["handle"] if standings else None,
+            "winning_score": standings[0]["score"] if standings else None,
+            "tied": [r["handle"] for r in standings[1:] if standings and r["score"] == standings[0]["score"]],
+        }

@@ -1,0 +1,15 @@
+"""pbm-server: an e-mail play-by-mail game server.
+
+The path of a mail, one module each:
+
+    inbound.py     SMTP listener (aiosmtpd) and `pbm mail inject`: store, commit, then 250
+    mailtext.py    a stored mail -> sender, headers, command lines, $$password$$
+    processing.py  the worker: loops, auth, routing to accounts/games, replies into the outbox
+    accounts.py    register / password / help / games (mail to pbm@DOMAIN)
+    gameplay.py    running a game's rules on a mail or a turn, snapshots, memberships
+    compose.py     Jinja templates -> RFC 5322 messages (headers, redaction)
+    outbound.py    outbox -> relay (retries, backoff) or Maildir
+    scheduler.py   deadlines, turn runs, reminders, ticks
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,363 @@
+"""The `pbm` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import secrets
+import sys
+
+import click
+from sqlalchemy import func, select
+
+from games import KINDS, get_rules
+from games.base import Actor, Context, GameError, Line
+from pbm_server import clock
+from pbm_server.compose import Composer
+from pbm_server.db import Database
+from pbm_server.gameplay import DeskError, Mailer, account_by_handle, apply_commands, audit, create_game, find_game, player_count, run_turn
+from pbm_server.inbound import store_messages
+from pbm_server.models import Account, Game, InboundMail, OutboundMail
+from pbm_server.passwords import hash_password
+from pbm_server.settings import load_settings
+
+EXPORT_FORMAT = "pbm-server game"
+
+
+class Env:
+    def __init__(self):
+        self.settings = load_settings()
+        self._db = None
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            self._db = Database(self.settings.database_url)
+            self._db.upgrade()
+        return self._db
+
+    def mailer(self) -> Mailer:
+        return Mailer(Composer(self.settings))
+
+
+pass_env = click.make_pass_decorator(Env, ensure=True)
+
+
+def fail(message: str, code: int = 1):
+    click.echo(f"pbm: {message}", err=True)
+    sys.exit(code)
+
+
+def parse_kv(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            fail(f"option {pair!r} is not KEY=VALUE")
+        key, value = pair.split("=", 1)
+        if value.startswith("@"):
+            try:
+                with open(value[1:], encoding="utf-8") as fh:
+                    value = fh.read()
+            except OSError as exc:
+                fail(f"option {key}: cannot read {value[1:]}: {exc}")
+        out[key.strip()] = value
+    return out
+
+
+@click.group()
+@click.option("-v", "--verbose", is_flag=True, help="log what the server does")
+def main(verbose: bool):
+    """pbm-server: an e-mail play-by-mail game server."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.command()
+@click.option("--without", "without", multiple=True, type=click.Choice(["listener", "worker", "outbound", "scheduler"]), help="leave a part out (run it in another process)")
+def serve(without):
+    """Run the listener, worker, outbound delivery and scheduler."""
+    from pbm_server.server import PARTS, Server
+
+    logging.getLogger().setLevel(logging.INFO)
+    logging.getLogger("mail.log").setLevel(logging.WARNING)
+    Server(load_settings(), tuple(p for p in PARTS if p not in without)).serve_forever()
+
+
+@main.group()
+def db():
+    """Database schema."""
+
+
+@db.command("upgrade")
+@pass_env
+def db_upgrade(env: Env):
+    """Create or upgrade the database to the newest schema."""
+    env.db
+    click.echo(f"database at {env.settings.database_url} is up to date")
+
+
+@main.group()
+def account():
+    """Player accounts."""
+
+
+@account.command("add")
+@click.argument("handle")
+@click.argument("email")
+@click.password_option()
+@pass_env
+def account_add(env: Env, handle, email, password):
+    """Register HANDLE at EMAIL (e.g. the game master's account)."""
+    from pbm_server.accounts import HANDLE_RE, MIN_PASSWORD
+
+    if not HANDLE_RE.match(handle):
+        fail(f"{handle!r} cannot be a handle")
+    if len(password) < MIN_PASSWORD:
+        fail(f"a password needs at least {MIN_PASSWORD} characters")
+    now = clock.now()
+    with env.db.write() as s:
+        if account_by_handle(s, handle) or s.scalar(select(Account).where(Account.email == email.lower())):
+            fail("that handle or address is registered already")
+        s.add(Account(handle=handle, handle_key=handle.lower(), email=email.lower(), password_hash=hash_password(password), created_at=now))
+        audit(s, now, "cli", "account add", f"{handle} <{email.lower()}>")
+    click.echo(f"{handle} <{email.lower()}> registered")
+
+
+@main.group()
+def game():
+    """Games: create, list, show, export, import, GM commands."""
+
+
+@game.command("new")
+@click.argument("kind", type=click.Choice(list(KINDS)))
+@click.argument("name")
+@click.option("--option", "options", multiple=True, help="KEY=VALUE (VALUE @FILE reads a file)")
+@click.option("--deadline", default=None, help="e.g. 'every Saturday 03:00 UTC'; 'none' for no deadline")
+@pass_env
+def game_new(env: Env, kind, name, options, deadline):
+    """Create a game; it listens at NAME@DOMAIN."""
+    with env.db.write() as s:
+        try:
+            g = create_game(s, kind, name, parse_kv(options), deadline, clock.now())
+        except DeskError as exc:
+            fail(str(exc))
+        click.echo(f"{g.kind} game {g.name} created: players mail {g.name}@{env.settings.domain}"
+                   + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else ""))
+
+
+@game.command("list")
+@pass_env
+def game_list(env: Env):
+    """All games with their kind, status, turn and next deadline."""
+    with env.db.read() as s:
+        games = s.scalars(select(Game).order_by(Game.name)).all()
+        if not games:
+            click.echo("no games")
+        for g in games:
+            dl = f"{g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else "-"
+            click.echo(f"{g.name:20} {g.kind:10} {g.status:9} turn {g.turn:<4} players {player_count(s, g):<5} next deadline {dl}")
+
+
+@game.command("show")
+@click.argument("name")
+@click.option("--as", "viewer", default=None, help="show what this player may see")
+@pass_env
+def game_show(env: Env, name, viewer):
+    """The game as a player (or, without --as, an observer) sees it."""
+    composer = Composer(env.settings)
+    with env.db.read() as s:
+        g = find_game(s, name)
+        if g is None:
+            fail(f"no game named {name}")
+        if viewer and account_by_handle(s, viewer):
+            viewer = account_by_handle(s, viewer).handle
+        sections = get_rules(g.kind).view(g.state, viewer)
+        for sec in sections:
+            title, text, _ = composer.section(sec, g.kind)
+            if title:
+                click.echo(title)
+                click.echo("=" * len(title))
+            click.echo(text)
+            click.echo()
+
+
+@game.command("export")
+@click.argument("name")
+@pass_env
+def game_export(env: Env, name):
+    """Print the game as a JSON document (see docs/export.md)."""
+    with env.db.read() as s:
+        g = find_game(s, name)
+        if g is None:
+            fail(f"no game named {name}")
+        doc = {
+            "format": EXPORT_FORMAT,
+            "format_version": 1,
+            "kind": g.kind,
+            "name": g.name,
+            "options": g.options,
+            "turn": g.turn,
+            "status": g.status,
+            "deadline": g.deadline,
+            "state": get_rules(g.kind).export_state(g.state),
+        }
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))
+
+
+@game.command("import")
+@click.argument("kind", type=click.Choice(list(KINDS)))
+@click.argument("name")
+@click.argument("file", type=click.File("r"))
+@click.option("--deadline", default=None)
+@pass_env
+def game_import(env: Env, kind, name, file, deadline):
+    """Create game NAME from a JSON file: an export, or a bare game state."""
+    try:
+        doc = json.load(file)
+    except json.JSONDecodeError as exc:
+        fail(f"{file.name} is not JSON: {exc}")
+    rules = get_rules(kind)
+    options = {}
+    turn = 1
+    if isinstance(doc, dict) and doc.get("format") == EXPORT_FORMAT:
+        if doc.get("kind") != kind:
+            fail(f"{file.name} holds a {doc.get('kind')} game, not {kind}")
+        state, options, turn = doc["state"], doc.get("options") or {}, int(doc.get("turn") or 1)
+        deadline = deadline if deadline is not None else doc.get("deadline")
+    else:
+        state = doc
+    try:
+        state = rules.import_state(state)
+    except GameError as exc:
+        fail(f"{file.name}: {exc}")
+    with env.db.write() as s:
+        try:
+            g = create_game(s, kind, name, {}, deadline, clock.now(), state=state)
+        except DeskError as exc:
+            fail(str(exc))
+        if options:
+            g.options = options
+        g.turn = turn
+        audit(s, clock.now(), "cli", "game import", f"{kind} {name} from {file.name}", g)
+        click.echo(f"{kind} game {g.name} imported at turn {g.turn}")
+
+
+@game.command("do")
+@click.argument("name")
+@click.argument("lines", nargs=-1, required=True)
+@pass_env
+def game_do(env: Env, name, lines):
+    """Run command LINES in game NAME as the game master."""
+    now = clock.now()
+    with env.db.write() as s:
+        g = find_game(s, name)
+        if g is None:
+            fail(f"no game named {name}")
+        rules = get_rules(g.kind)
+        commands = rules.parse([Line(i + 1, text) for i, text in enumerate(lines)])
+        seed = secrets.token_hex(16)
+        ctx = Context(now=now, rng=random.Random(int(seed, 16)), actor=Actor(handle=None, email=env.settings.gm_address, authenticated=True, is_gm=True), turn=g.turn, game_name=g.name)
+        outcome = apply_commands(s, g, rules, commands, ctx, None)
+        env.mailer().send_notices(s, g, rules, outcome.notices, now)
+        audit(s, now, "cli", "game do", f"{g.name}: " + " | ".join(lines) + f" (seed {seed})", g)
+        ok = True
+        for r in outcome.results:
+            click.echo(f"{'ok     ' if r.ok else 'REFUSED'} {r.text}: {r.message}")
+            ok = ok and r.ok
+        for sec in outcome.sections:
+            title, text, _ = Composer(env.settings).section(sec, g.kind)
+            click.echo(f"\n{title}\n{text}" if title else text)
+    if not ok:
+        sys.exit(1)
+
+
+@main.group()
+def turn():
+    """Turn processing."""
+
+
+@turn.command("run")
+@click.argument("name")
+@click.option("--turn", "expected", type=int, default=None, help="refuse unless the game is at this turn")
+@pass_env
+def turn_run(env: Env, name, expected):
+    """Process the game's current turn now, as if its deadline had passed."""
+    with env.db.write() as s:
+        g = find_game(s, name)
+        if g is None:
+            fail(f"no game named {name}")
+        try:
+            rules = get_rules(g.kind)
+            turn_no = g.turn
+            outcome = run_turn(s, g, env.mailer(), clock.now(), actor="cli", expected_turn=expected)
+        except DeskError as exc:
+            fail(str(exc))
+        click.echo(f"{g.name}: {rules.turn_name} {turn_no} processed; {len(outcome.notices)} notice(s) queued"
+                   + ("; the game is finished" if g.status == "finished" else ""))
+
+
+@main.group()
+def mail():
+    """Mail intake and the queues."""
+
+
+@mail.command("inject")
+@click.option("--from", "mail_from", default=None, help="envelope sender (default: the From header)")
+@click.option("--to", "rcpts", multiple=True, help="envelope recipient (default: pbm@DOMAIN or the To header)")
+@pass_env
+def mail_inject(env: Env, mail_from, rcpts):
+    """Store one RFC 5322 message from standard input (MTA pipe delivery)."""
+    from email.parser import BytesHeaderParser
+    from email.utils import getaddresses
+    from email import policy
+
+    raw = sys.stdin.buffer.read(env.settings.max_message_bytes + 1)
+    if len(raw) > env.settings.max_message_bytes:
+        click.echo(f"pbm: message larger than {env.settings.max_message_bytes} bytes refused", err=True)
+        sys.exit(65)  # EX_DATAERR: the MTA bounces it
+    try:
+        head = BytesHeaderParser(policy=policy.compat32).parsebytes(raw)
+        if mail_from is None:
+            found = getaddresses([str(head.get("Return-Path", "") or head.get("From", ""))])
+            mail_from = found[0][1] if found else ""
+        if not rcpts:
+            dom = "@" + env.settings.domain.lower()
+            tos = [a for _, a in getaddresses([str(head.get("To", "")), str(head.get("Cc", ""))]) if a.lower().endswith(dom)]
+            rcpts = tuple(tos) or (env.settings.server_address,)
+        (inbox_id,) = store_messages(env.db, [(mail_from, list(rcpts), raw)])
+    except Exception as exc:
+        click.echo(f"pbm: could not store the message: {exc}", err=True)
+        sys.exit(75)  # EX_TEMPFAIL: the MTA tries again
+    click.echo(f"stored as {inbox_id}")
+
+
+@mail.command("status")
+@pass_env
+def mail_status(env: Env):
+    """Counts of the inbox and outbox by status; shunted and failed mails."""
+    with env.db.read() as s:
+        for model, label in ((InboundMail, "inbox"), (OutboundMail, "outbox")):
+            rows = s.execute(select(model.status, func.count()).group_by(model.status)).all()
+            click.echo(f"{label}: " + (", ".join(f"{st} {n}" for st, n in rows) or "empty"))
+        for row in s.scalars(select(InboundMail).where(InboundMail.status == "shunted")).all():
+            click.echo(f"shunted inbox {row.id} from {row.mail_from}: {(row.note or '').strip().splitlines()[-1:]}")
+        for row in s.scalars(select(OutboundMail).where(OutboundMail.status == "failed")).all():
+            click.echo(f"failed outbox {row.id} to {row.to_addr}: {row.last_error}")
+
+
+@mail.command("retry")
+@click.argument("inbox_id", type=int)
+@pass_env
+def mail_retry(env: Env, inbox_id):
+    """Put a shunted mail back in the queue (after the fault is fixed)."""
+    with env.db.write() as s:
+        row = s.get(InboundMail, inbox_id)
+        if row is None or row.status != "shunted":
+            fail(f"inbox {inbox_id} is not a shunted mail")
+        row.status, row.note = "new", None
+        audit(s, clock.now(), "cli", "mail retry", str(inbox_id))
+    click.echo(f"inbox {inbox_id} queued again")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Every mail the server sends is made here: Jinja templates render the text
+(and, where a template has an ``.html`` sibling, an HTML alternative), one
+layout wraps them all, and the headers mark the mail as automatic (RFC 3834)
+and thread it to the mail it answers.
+
+Secrets never leave: :func:`redact` removes every password the processed mail
+carried from every text before it becomes a message.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from email import policy
+from email.message import EmailMessage
+from email.utils import format_datetime, formataddr, make_msgid
+from datetime import datetime
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateNotFound, select_autoescape
+
+from games.base import Result, Section
+from pbm_server.settings import ROOT, Settings
+
+TEMPLATES = ROOT / "templates"
+MASK = "****"
+
+
+def wrap(text: str, width: int = 72) -> str:
+    """Wrap prose paragraphs for mail; lines starting with a space are kept as they are."""
+    out = []
+    for para in str(text).split("\n"):
+        if not para.strip() or para.startswith(" "):
+            out.append(para)
+        else:
+            out.append(textwrap.fill(para, width=width, break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
+
+
+def make_environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        undefined=StrictUndefined,
+    )
+    env.filters["wrap"] = wrap
+    return env
+
+
+def redact(text: str, secrets: set[str]) -> str:
+    text = re.sub(r"\$\$(.+?)\$\$", "$$" + MASK + "$$", text)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = re.sub(r"(?<!\S)" + re.escape(secret) + r"(?!\S)", MASK, text)
+            if len(secret) >= 6:
+                text = text.replace(secret, MASK)
+    return text
+
+
+@dataclass
+class Rendered:
+    text: str
+    html: str | None = None
+
+
+@dataclass
+class Reply:
+    """What one command mail gets back."""
+
+    results: list[Result] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    orders: list[str] | None = None
+    order_title: str = ""
+    sections: list[Section] = field(default_factory=list)
+    kind: str | None = None  # the game kind whose templates the sections use
+
+
+class Composer:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.env = make_environment()
+
+    # -- rendering ------------------------------------------------------------
+    def _render(self, name: str, data: dict) -> str:
+        return self.env.get_template(name).render(**data).strip("\n")
+
+    def render(self, template: str, data: dict, kind: str | None = None) -> Rendered:
+        """Render ``template`` (``server/x.txt`` or, with ``kind``, ``KIND/x.txt``)
+        and its ``.html`` sibling if there is one."""
+        name = f"{kind}/{template}" if kind and "/" not in template else template
+        text = self._render(name, data)
+        html = None
+        if name.endswith(".txt"):
+            try:
+                html = self._render(name[:-4] + ".html", data)
+            except TemplateNotFound:
+                html = None
+        return Rendered(text, html)
+
+    def section(self, section: Section, kind: str | None) -> tuple[str, str, str | None]:
+        if section.template:
+            r = self.render(section.template, section.data, kind)
+            return section.title, r.text, r.html
+        return section.title, section.text, None
+
+    def reply(self, reply: Reply) -> Rendered:
+        sections = [self.section(s, reply.kind) for s in reply.sections]
+        data = {
+            "results": reply.results,
+            "notes": reply.notes,
+            "orders": reply.orders,
+            "order_title": reply.order_title,
+            "sections": sections,
+        }
+        text = self._render("server/reply.txt", data)
+        html = None
+        if any(h for _, _, h in sections):
+            html = self._render("server/reply.html", data)
+        return Rendered(text, html)
+
+    # -- messages ---------------------------------------------------------------
+    def message(
+        self,
+        *,
+        to_addr: str,
+        to_name: str | None,
+        from_local: str,
+        subject: str,
+        body: Rendered,
+        auto: str,
+        now: datetime,
+        in_reply_to: str | None = None,
+        references: list[str] | None = None,
+        secrets: set[str] = frozenset(),
+    ) -> tuple[str, bytes]:
+        """A complete message; returns (Message-ID, bytes)."""
+        domain = self.settings.domain
+        greeting = f"Hello {to_name}," if to_name else "Hello,"
+        layout = {"greeting": greeting, "domain": domain, "server": self.settings.server_address}
+        text = self._render("layout.txt", {**layout, "body": redact(body.text, set(secrets))}) + "\n"
+        msg = EmailMessage()
+        msg["From"] = formataddr(("pbm-server", f"{from_local}@{domain}"))
+        msg["To"] = to_addr
+        msg["Subject"] = redact(subject, set(secrets))
+        msg["Date"] = format_datetime(now)
+        message_id = make_msgid(domain=domain)
+        msg["Message-ID"] = message_id
+        msg["Auto-Submitted"] = auto
+        msg["X-Auto-Response-Suppress"] = "All"
+        msg["X-Loop"] = f"pbm@{domain}"
+        if in_reply_to:
+            msg["In-Reply-To"] = in_reply_to
+            msg["References"] = " ".join([*(references or [])[-10:], in_reply_to])
+        msg.set_content(text, cte="quoted-printable")
+        if body.html is not None:
+            html = self._render(
+                "layout.html", {**layout, "body": redact(body.html, set(secrets)), "title": msg["Subject"]}
+            )
+            msg.add_alternative(html, subtype="html", cte="quoted-printable")
+        # CRLF line ends: smtplib sends bytes as they are, and SMTP needs CRLF
+        return message_id, msg.as_bytes(policy=policy.SMTP)

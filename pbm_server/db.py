@@ -1,0 +1,103 @@
+"""Database connection: SQLite in WAL mode with full durability (or PostgreSQL),
+Alembic upgrades, and the two kinds of transaction the server uses.
+
+On SQLite every writing transaction starts with ``BEGIN IMMEDIATE``, so two
+writers (two threads, or two ``pbm serve`` processes) queue for the lock
+instead of failing half-way; readers use a plain deferred ``BEGIN``.  On
+PostgreSQL writers that must not run side by side take an advisory lock
+(:func:`serialize`).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from pbm_server.settings import ROOT
+
+#: advisory lock ids (PostgreSQL) for work that must not run twice at once
+LOCK_PROCESSING = 7301
+LOCK_SCHEDULER = 7302
+LOCK_OUTBOUND = 7303
+
+
+def make_engine(url: str) -> Engine:
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        if u.database and u.database != ":memory:":
+            Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(u, connect_args={"timeout": 60, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn, _record):
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn):
+            if conn.get_execution_options().get("pbm_read"):
+                conn.exec_driver_sql("BEGIN")
+            else:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    if u.get_backend_name() == "postgresql" and u.drivername == "postgresql":
+        u = u.set(drivername="postgresql+psycopg")
+    return create_engine(u, pool_pre_ping=True)
+
+
+def alembic_config(engine: Engine) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def upgrade(engine: Engine) -> None:
+    """Create or upgrade the schema to the newest migration."""
+    command.upgrade(alembic_config(engine), "head")
+
+
+class Database:
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = make_engine(url)
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self._writer = sessionmaker(self.engine, expire_on_commit=False)
+        self._reader = sessionmaker(self.engine.execution_options(pbm_read=True), expire_on_commit=False)
+
+    def upgrade(self) -> None:
+        upgrade(self.engine)
+
+    @contextmanager
+    def write(self, lock: int | None = None) -> Iterator[Session]:
+        """One writing transaction: committed on success, rolled back on error.
+        ``lock``: on PostgreSQL also take that advisory lock for the transaction
+        (SQLite's BEGIN IMMEDIATE already serializes every writer)."""
+        with self._writer() as session:
+            with session.begin():
+                if lock is not None and not self.is_sqlite:
+                    session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock})
+                yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._reader() as session:
+            with session.begin():
+                yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()

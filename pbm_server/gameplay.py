@@ -1,0 +1,324 @@
+"""Running a game's rules for the server: creating games, applying a mail's
+commands, running a turn, ticks.  Here the pure game meets the database: state
+is loaded, handed to the rules with the time and a seeded generator, stored
+back with a new version, and what the outcome says is turned into memberships,
+order rows, snapshots, audit entries and outbox mails.
+
+All functions take the caller's session: the caller owns the transaction, so a
+mail or a turn is all-or-nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import secrets
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from games import KINDS, get_rules
+from games.base import ALL_PLAYERS, Context, GameError, Notice, Outcome, Rules
+from pbm_server.compose import Composer, Rendered
+from pbm_server.deadlines import DeadlineError, parse_deadline
+from pbm_server.models import Account, AuditEntry, Game, Membership, Order, Snapshot
+from pbm_server.outbound import enqueue
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{1,40}$")
+RESERVED_NAMES = {"pbm", "postmaster", "abuse", "mailer-daemon", "root", "gm", "admin"}
+
+
+class DeskError(Exception):
+    """A GM/CLI request that cannot be done; the message says why."""
+
+
+# -- seeds -----------------------------------------------------------------------
+def new_seed() -> str:
+    return secrets.token_hex(32)
+
+
+def seed_hash(seed_hex: str) -> str:
+    return hashlib.sha256(bytes.fromhex(seed_hex)).hexdigest()
+
+
+def rng_from_seed(seed_hex: str) -> random.Random:
+    return random.Random(int.from_bytes(bytes.fromhex(seed_hex), "big"))
+
+
+# -- small helpers ---------------------------------------------------------------
+def audit(session: Session, now: datetime, actor: str, action: str, detail: str = "", game: Game | None = None) -> None:
+    session.add(AuditEntry(at=now, actor=actor, game_id=game.id if game else None, action=action, detail=detail))
+
+
+def find_game(session: Session, name: str) -> Game | None:
+    return session.scalar(select(Game).where(Game.name == name.lower()))
+
+
+def account_by_handle(session: Session, handle: str) -> Account | None:
+    return session.scalar(select(Account).where(Account.handle_key == handle.lower()))
+
+
+def account_by_email(session: Session, email: str) -> Account | None:
+    return session.scalar(select(Account).where(Account.email == email.lower()))
+
+
+def parse_options(rules: Rules, raw: dict[str, str]) -> dict[str, Any]:
+    known = {o.name: o for o in rules.options}
+    out = {o.name: o.default for o in rules.options}
+    for key, value in raw.items():
+        if key not in known:
+            names = ", ".join(sorted(known)) or "none"
+            raise DeskError(f"{rules.kind} has no option {key!r} (options: {names})")
+        try:
+            out[key] = known[key].parse(value)
+        except (ValueError, TypeError) as exc:
+            raise DeskError(f"option {key}={value!r}: {exc} ({known[key].help})") from None
+    return out
+
+
+def _save(game: Game, state: dict, now: datetime) -> None:
+    # a JSON round trip: the stored document is exactly what the next load sees
+    game.state = json.loads(json.dumps(state))
+    game.version += 1
+    game.updated_at = now
+
+
+def set_deadline(game: Game, expr: str | None, now: datetime) -> None:
+    if not expr or expr.lower() == "none":
+        game.deadline, game.next_deadline = None, None
+        return
+    try:
+        dl = parse_deadline(expr)
+        game.deadline = expr
+        game.next_deadline = dl.next_after(now, game.created_at)
+    except DeadlineError as exc:
+        raise DeskError(str(exc)) from None
+
+
+def create_game(
+    session: Session,
+    kind: str,
+    name: str,
+    raw_options: dict[str, str],
+    deadline: str | None,
+    now: datetime,
+    actor: str = "cli",
+    state: dict | None = None,
+) -> Game:
+    name = name.lower()
+    if kind not in KINDS:
+        raise DeskError(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
+    if not NAME_RE.match(name) or name in RESERVED_NAMES:
+        raise DeskError(
+            f"{name!r} cannot be a game name: use 2-41 letters, digits, '-' or '_', starting with a letter "
+            f"(not {', '.join(sorted(RESERVED_NAMES))})"
+        )
+    if find_game(session, name):
+        raise DeskError(f"a game named {name!r} exists already")
+    rules = get_rules(kind)
+    options = parse_options(rules, raw_options)
+    seed = new_seed()
+    if state is None:
+        try:
+            state = rules.new_game(options, Context(now=now, rng=rng_from_seed(seed), turn=1, game_name=name))
+        except GameError as exc:
+            raise DeskError(str(exc)) from None
+    game = Game(
+        name=name,
+        kind=kind,
+        options=options,
+        state=json.loads(json.dumps(state)),
+        version=1,
+        turn=1,
+        status="running",
+        turn_seed=new_seed(),
+        created_at=now,
+        updated_at=now,
+    )
+    if rules.has_turns:
+        set_deadline(game, deadline if deadline is not None else rules.default_deadline, now)
+    elif deadline:
+        raise DeskError(f"{rules.title} has no turns, so it takes no deadline")
+    session.add(game)
+    session.flush()
+    session.add(Snapshot(game_id=game.id, turn=1, phase="created", version=1, state=game.state, created_at=now))
+    audit(session, now, actor, "game new", f"{kind} {name} options={json.dumps(options)} deadline={game.deadline}", game)
+    return game
+
+
+# -- outcomes -> database and mail -------------------------------------------------
+class Mailer:
+    """Turns Notices into outbox rows (one per recipient)."""
+
+    def __init__(self, composer: Composer):
+        self.composer = composer
+
+    def recipients(self, session: Session, rules: Rules, state: dict, to: list[str]) -> list[Account]:
+        handles: list[str] = []
+        for h in to:
+            handles.extend(rules.players(state) if h == ALL_PLAYERS else [h])
+        seen, accounts = set(), []
+        for h in handles:
+            if h.lower() in seen:
+                continue
+            seen.add(h.lower())
+            acc = account_by_handle(session, h)
+            if acc is not None:
+                accounts.append(acc)
+        return accounts
+
+    def send_notices(
+        self,
+        session: Session,
+        game: Game,
+        rules: Rules,
+        notices: list[Notice],
+        now: datetime,
+        *,
+        inbound_id: int | None = None,
+        footer: str = "",
+        secrets_: set[str] = frozenset(),
+        skip: set[str] = frozenset(),
+    ) -> list[tuple[Account, Rendered, str]]:
+        sent = []
+        for notice in notices:
+            for acc in self.recipients(session, rules, game.state, notice.to):
+                if acc.handle_key in skip:
+                    continue
+                data = dict(notice.data)
+                if notice.template:
+                    data.setdefault("viewer", acc.handle)
+                    body = self.composer.render(notice.template, data, game.kind)
+                else:
+                    body = Rendered(notice.text)
+                if footer:
+                    body = Rendered(body.text + "\n\n" + footer, body.html)
+                mid, raw = self.composer.message(
+                    to_addr=acc.email,
+                    to_name=acc.handle,
+                    from_local=game.name,
+                    subject=notice.subject,
+                    body=body,
+                    auto="auto-generated" if notice.kind == "report" else "auto-replied",
+                    now=now,
+                    secrets=set(secrets_),
+                )
+                enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report" if notice.kind == "report" else "notice", now=now, inbound_id=inbound_id, game_id=game.id)
+                sent.append((acc, body, notice.kind))
+        return sent
+
+
+def record_outcome(session: Session, game: Game, outcome: Outcome, now: datetime, actor: str, inbound_id: int | None = None) -> None:
+    """Memberships, orders and audit lines of an outcome (not the notices)."""
+    for handle in outcome.joined:
+        acc = account_by_handle(session, handle)
+        if acc is None:
+            continue
+        m = session.scalar(select(Membership).where(Membership.game_id == game.id, Membership.account_id == acc.id, Membership.role == "player"))
+        if m is None:
+            session.add(Membership(game_id=game.id, account_id=acc.id, role="player", joined_at=now))
+        else:
+            m.joined_at, m.left_at = now, None
+    for handle in outcome.left:
+        acc = account_by_handle(session, handle)
+        if acc is None:
+            continue
+        m = session.scalar(select(Membership).where(Membership.game_id == game.id, Membership.account_id == acc.id, Membership.role == "player"))
+        if m is not None:
+            m.left_at = now
+    for handle, lines in outcome.orders.items():
+        row = session.scalar(select(Order).where(Order.game_id == game.id, Order.handle == handle, Order.turn == game.turn))
+        if row is None:
+            session.add(Order(game_id=game.id, handle=handle, turn=game.turn, lines=list(lines), received_at=now, inbound_id=inbound_id))
+        else:
+            row.lines, row.received_at, row.inbound_id = list(lines), now, inbound_id
+    for line in outcome.audit:
+        audit(session, now, actor, "game", line, game)
+    if outcome.finished:
+        game.status = "finished"
+        game.next_deadline = None
+
+
+def seed_footer(game: Game, revealed: str | None) -> str:
+    lines = []
+    if revealed:
+        lines.append(f"Random seed of {game.kind} turn {game.turn - 1}: {revealed}")
+        lines.append(f"  (its SHA-256, published before the turn: {seed_hash(revealed)})")
+    if game.status != "finished":
+        lines.append(f"SHA-256 of the seed of turn {game.turn}: {seed_hash(game.turn_seed)}")
+    return "\n".join(lines)
+
+
+def run_turn(
+    session: Session,
+    game: Game,
+    mailer: Mailer,
+    now: datetime,
+    actor: str,
+    expected_turn: int | None = None,
+) -> Outcome:
+    """Run the game's open turn in the caller's transaction."""
+    rules = get_rules(game.kind)
+    if not rules.has_turns:
+        raise DeskError(f"{rules.title} has no turns: moves take effect when they arrive")
+    if game.status == "finished":
+        raise DeskError(f"{game.name} is finished")
+    if expected_turn is not None and expected_turn != game.turn:
+        raise DeskError(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
+    turn, seed = game.turn, game.turn_seed
+    session.add(Snapshot(game_id=game.id, turn=turn, phase="before", version=game.version, state=game.state, created_at=now))
+    state = json.loads(json.dumps(game.state))
+    ctx = Context(now=now, rng=rng_from_seed(seed), turn=turn, game_name=game.name)
+    try:
+        outcome = rules.run_turn(state, ctx)
+    except GameError as exc:
+        raise DeskError(str(exc)) from None
+    _save(game, outcome.state, now)
+    revealed = None
+    if outcome.turn_done:
+        game.turn += 1
+        game.turn_seed = new_seed()
+        revealed = seed
+    record_outcome(session, game, outcome, now, actor)
+    if game.deadline and game.status != "finished":
+        set_deadline(game, game.deadline, now)
+    sent = mailer.send_notices(session, game, rules, outcome.notices, now, footer=seed_footer(game, revealed))
+    report = next((body.text for _, body, kind in sent if kind == "report"), None)
+    if report is None and outcome.notices:
+        n = outcome.notices[0]
+        report = n.text or None
+    session.add(Snapshot(game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed, report=report, created_at=now))
+    audit(session, now, actor, "turn run", f"{game.name} {rules.turn_name} {turn}", game)
+    return outcome
+
+
+def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
+    rules = get_rules(game.kind)
+    state = json.loads(json.dumps(game.state))
+    outcome = rules.tick(state, Context(now=now, rng=rng_from_seed(new_seed()), turn=game.turn, game_name=game.name))
+    if outcome is None:
+        return False
+    _save(game, outcome.state, now)
+    record_outcome(session, game, outcome, now, "scheduler")
+    mailer.send_notices(session, game, rules, outcome.notices, now)
+    return True
+
+
+def apply_commands(session: Session, game: Game, rules: Rules, commands, ctx: Context, inbound_id: int | None) -> Outcome:
+    state = json.loads(json.dumps(game.state))
+    outcome = rules.apply(state, commands, ctx)
+    _save(game, outcome.state, ctx.now)
+    actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"
+    record_outcome(session, game, outcome, ctx.now, "gm" if ctx.actor and ctx.actor.is_gm else actor, inbound_id)
+    return outcome
+
+
+def player_count(session: Session, game: Game) -> int:
+    try:
+        return len(get_rules(game.kind).players(game.state))
+    except Exception:
+        return session.scalar(select(func.count()).select_from(Membership).where(Membership.game_id == game.id, Membership.left_at.is_(None)))

@@ -1,0 +1,189 @@
+"""The server's tables (SQLAlchemy 2.0).  Every change is an Alembic migration
+under migrations/versions/.  Game state itself is a JSON document owned by the
+game package; the server only stores it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class UTCDateTime(TypeDecorator):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps naive text)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the database")
+        return value.astimezone(timezone.utc).replace(tzinfo=None)
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime}
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    handle: Mapped[str] = mapped_column(String(32))
+    #: lower-cased handle: handles are unique without regard to case
+    handle_key: Mapped[str] = mapped_column(String(32), unique=True)
+    #: lower-cased address the account is bound to
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime]
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    absent_from: Mapped[datetime | None]
+    absent_to: Mapped[datetime | None]
+
+
+class Game(Base):
+    __tablename__ = "games"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: lower-case; the game listens at NAME@DOMAIN
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    options: Mapped[dict] = mapped_column(JSON)
+    state: Mapped[dict] = mapped_column(JSON)
+    #: bumped on every change of state
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    #: the turn now open for orders (1-based)
+    turn: Mapped[int] = mapped_column(Integer, default=1)
+    #: running | paused | finished
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    deadline: Mapped[str | None] = mapped_column(String(200))
+    next_deadline: Mapped[datetime | None]
+    #: secret seed of the open turn (hex); its SHA-256 is published before the turn
+    turn_seed: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Membership(Base):
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("game_id", "account_id", "role"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"))
+    role: Mapped[str] = mapped_column(String(16), default="player")
+    joined_at: Mapped[datetime]
+    left_at: Mapped[datetime | None]
+
+
+class InboundMail(Base):
+    """Every accepted message, stored before the listener answers 250."""
+
+    __tablename__ = "inbox"
+    __table_args__ = (Index("ix_inbox_status_id", "status", "id"), Index("ix_inbox_dedup", "dedup_key"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    received_at: Mapped[datetime]
+    mail_from: Mapped[str] = mapped_column(String(320))
+    rcpt_tos: Mapped[list] = mapped_column(JSON)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: new | done | dropped | duplicate | shunted
+    status: Mapped[str] = mapped_column(String(16), default="new")
+    #: sha256 of Message-ID and body: a redelivered copy has the same key
+    dedup_key: Mapped[str | None] = mapped_column(String(64))
+    processed_at: Mapped[datetime | None]
+    #: why it was dropped, or the error that shunted it
+    note: Mapped[str | None] = mapped_column(Text)
+    #: the random seed the game got for this mail (replay)
+    seed: Mapped[str | None] = mapped_column(String(64))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
+
+
+class Order(Base):
+    """The order set a player holds for a turn (the last valid one wins)."""
+
+    __tablename__ = "orders"
+    __table_args__ = (UniqueConstraint("game_id", "handle", "turn"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    handle: Mapped[str] = mapped_column(String(32))
+    turn: Mapped[int]
+    lines: Mapped[list] = mapped_column(JSON)
+    received_at: Mapped[datetime]
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
+
+
+class Snapshot(Base):
+    """A game's state at a turn boundary: before a turn ran and after it."""
+
+    __tablename__ = "snapshots"
+    __table_args__ = (Index("ix_snapshots_game_turn", "game_id", "turn"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    turn: Mapped[int]
+    #: created | before | after | import | rollback
+    phase: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int]
+    state: Mapped[dict] = mapped_column(JSON)
+    #: the revealed seed of the turn (after) or None
+    seed: Mapped[str | None] = mapped_column(String(64))
+    #: the report of the turn as mailed (plain text), for `history`
+    report: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class OutboundMail(Base):
+    __tablename__ = "outbox"
+    __table_args__ = (
+        Index("ix_outbox_status_next", "status", "next_attempt_at"),
+        Index("ix_outbox_to_created", "to_addr", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime]
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
+    #: reply | report | notice | gm
+    kind: Mapped[str] = mapped_column(String(16))
+    to_addr: Mapped[str] = mapped_column(String(320))
+    message_id: Mapped[str] = mapped_column(String(255))
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: pending | sent | failed
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    sent_at: Mapped[datetime | None]
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime]
+    #: handle, "gm", "cli", "scheduler", "system"
+    actor: Mapped[str] = mapped_column(String(64))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
+    action: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text, default="")

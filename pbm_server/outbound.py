@@ -1,0 +1,171 @@
+"""The outbox: every mail the server sends is first a row in the same
+transaction as the change that caused it, then delivered here.
+
+Delivery goes to the relay (``PBM_RELAY``) or, without one, into a Maildir.  A
+row is marked sent only after the relay accepted it; a refused or unreachable
+relay means a retry with doubling delays, and after the retry period the row is
+marked failed and the GM is told.  Each row keeps its Message-ID across retries,
+so the rare re-send after a crash between "relay accepted" and "marked sent" is
+recognisable as the same mail.
+"""
+
+from __future__ import annotations
+
+import logging
+import mailbox
+import smtplib
+import socket
+import threading
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from pbm_server import clock
+from pbm_server.db import LOCK_OUTBOUND, Database
+from pbm_server.models import OutboundMail
+from pbm_server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def enqueue(
+    session: Session,
+    *,
+    to_addr: str,
+    message_id: str,
+    raw: bytes,
+    kind: str,
+    now: datetime,
+    inbound_id: int | None = None,
+    game_id: int | None = None,
+) -> OutboundMail:
+    row = OutboundMail(
+        created_at=now,
+        inbound_id=inbound_id,
+        game_id=game_id,
+        kind=kind,
+        to_addr=to_addr,
+        message_id=message_id,
+        raw=raw,
+        status="pending",
+        attempts=0,
+        next_attempt_at=now,
+    )
+    session.add(row)
+    return row
+
+
+def replies_sent_since(session: Session, to_addr: str, since: datetime) -> int:
+    return session.scalar(
+        select(func.count())
+        .select_from(OutboundMail)
+        .where(OutboundMail.to_addr == to_addr, OutboundMail.kind == "reply", OutboundMail.created_at >= since)
+    )
+
+
+class PermanentFailure(Exception):
+    pass
+
+
+class Outbound:
+    """Delivers pending outbox rows until stopped."""
+
+    def __init__(self, db: Database, settings: Settings, on_failed=None):
+        self.db = db
+        self.settings = settings
+        self.on_failed = on_failed  # callable(session, row) -> None: tell the GM
+        self.wake = threading.Event()
+        self._stop = threading.Event()
+
+    # -- one delivery -------------------------------------------------------------
+    def _deliver(self, row: OutboundMail) -> None:
+        relay = self.settings.relay_host_port
+        if relay is None:
+            box = mailbox.Maildir(self.settings.maildir, create=True)
+            box.add(row.raw)
+            return
+        host, port = relay
+        try:
+            with smtplib.SMTP(host, port, timeout=30, local_hostname="pbm-server") as smtp:
+                smtp.sendmail("", [row.to_addr], row.raw)
+        except smtplib.SMTPRecipientsRefused as exc:
+            code = next(iter(exc.recipients.values()))[0]
+            if 500 <= code < 600:
+                raise PermanentFailure(f"relay refused the recipient: {exc.recipients}") from exc
+            raise
+        except smtplib.SMTPResponseException as exc:
+            if 500 <= exc.smtp_code < 600:
+                raise PermanentFailure(f"relay answered {exc.smtp_code} {exc.smtp_error!r}") from exc
+            raise
+
+    def run_once(self, limit: int = 100) -> int:
+        """Deliver what is due; returns how many rows were handled."""
+        now = clock.now()
+        with self.db.read() as s:
+            due = s.scalars(
+                select(OutboundMail.id)
+                .where(OutboundMail.status == "pending", OutboundMail.next_attempt_at <= now)
+                .order_by(OutboundMail.id)
+                .limit(limit)
+            ).all()
+        handled = 0
+        for row_id in due:
+            if self._stop.is_set():
+                break
+            with self.db.read() as s:
+                row = s.get(OutboundMail, row_id)
+                if row is None or row.status != "pending":
+                    continue
+            error: str | None = None
+            permanent = False
+            try:
+                self._deliver(row)
+            except PermanentFailure as exc:
+                error, permanent = str(exc), True
+            except (OSError, smtplib.SMTPException, socket.timeout) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            handled += 1
+            with self.db.write(lock=LOCK_OUTBOUND) as s:
+                fresh = s.get(OutboundMail, row_id)
+                if fresh.status != "pending":
+                    continue
+                now = clock.now()
+                fresh.attempts += 1
+                if error is None:
+                    fresh.status = "sent"
+                    fresh.sent_at = now
+                    fresh.last_error = None
+                    continue
+                fresh.last_error = error
+                expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
+                if permanent or expired:
+                    fresh.status = "failed"
+                    log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
+                    if self.on_failed is not None:
+                        self.on_failed(s, fresh)
+                else:
+                    delay = min(
+                        self.settings.retry_base_seconds * (2 ** (fresh.attempts - 1)),
+                        self.settings.retry_max_seconds,
+                    )
+                    fresh.next_attempt_at = now + timedelta(seconds=delay)
+            if error is not None and not permanent:
+                # the relay is down: the other due rows would fail the same way
+                break
+        return handled
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                handled = self.run_once()
+            except Exception:
+                log.exception("outbound pass failed")
+                handled = 0
+            if not handled:
+                self.wake.wait(self.settings.poll_seconds)
+                self.wake.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.wake.set()

@@ -1,0 +1,50 @@
+"""The weekly report renders with the contract text, as text and as HTML,
+whatever whitespace settings the server's Jinja environment uses."""
+
+from __future__ import annotations
+
+import jinja2
+import pytest
+
+from tests.games.agora_rpg.conftest import ROOT
+
+
+def week_report(table):
+    table.ok("alice", "JOIN")
+    table.ok("bob", "JOIN")
+    table.gm("GM NPC Merchant")
+    table.set("alice", location="Gold Exchanger", gold=3, weapon_2=1)
+    table.ok("alice", "EXCHANGE 2 GOLD")
+    table.set("bob", location="Dungeon Level 1")
+    table.ok("bob", "EXPLORE", rolls=[95])
+    return table.week().notices[0].data
+
+
+@pytest.mark.parametrize("trim", [False, True])
+@pytest.mark.parametrize("root", ["templates", "templates/agora_rpg"])
+def test_text_report(table, trim, root):
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / root)), trim_blocks=trim, lstrip_blocks=trim)
+    name = "report.txt" if root.endswith("agora_rpg") else "agora_rpg/report.txt"
+    text = env.get_template(name).render(**week_report(table))
+    assert 'report\nfor week 1, made 2026-11-16 09:00 UTC.' in text
+    assert "  alice: 2 gold exchanged, 2 points awarded\n" in text
+    assert "  alice: +5 movement tokens (now 10)\n  bob: +5 movement tokens (now 9)\n" in text
+    assert "  Movement tokens 10, gold 1, points 2\n" in text
+    assert "  Fighting a level 2 monster (health 10 of 10)" in text
+    assert "  2026-11-16 09:00  bob: 1d100 = 95 (encounter on Dungeon Level 1)\n" in text
+    assert "The RPG mailing list is specified as: public messages" in text
+    assert "dungeon@ this server" in text
+    assert "combat: the house rule (ATTACK / FLEE)" in text
+    contract = (ROOT / "templates" / "agora_rpg" / "contract.txt").read_text()
+    assert contract.strip() in text
+    assert text.count("\n") > 400
+    too_long = [line for line in text.splitlines() if len(line) > 78]
+    assert too_long == []
+
+
+def test_html_report_escapes_the_contract(table):
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / "templates")), autoescape=True)
+    html = env.get_template("agora_rpg/report.html").render(**week_report(table))
+    assert "from &lt;starting location&gt; to &lt;destination" in html
+    assert "<h3>Characters</h3>" in html
+    assert "bob: 1d100 = 95 (encounter on Dungeon Level 1)" in html

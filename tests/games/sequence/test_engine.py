@@ -1,0 +1,553 @@
+"""The Fourth Game's engine, called directly (no server)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from games.base import ALL_PLAYERS, Actor, Context, GameError, Line, Outcome
+from games.sequence import RULES
+from games.sequence.model import pieces_from_email, points_for
+
+NOW = datetime(2007, 12, 7, 12, 0, tzinfo=timezone.utc)
+SEVENS = "7,1 " * 10  # ten pieces of value 7, multiplier 1
+
+
+def lines(*texts: str) -> list[Line]:
+    return [Line(i, t) for i, t in enumerate(texts, start=1)]
+
+
+class Table:
+    """A game and the mails sent to it, in order."""
+
+    def __init__(self, **options):
+        self.state = RULES.new_game(options, Context(now=NOW, rng=random.Random(1)))
+        self.emails: dict[str, str] = {}
+
+    def ctx(self, handle, now=NOW, authenticated=True, gm=False, email=None):
+        email = email or self.emails.get(handle) or f"{handle}@example.org"
+        return Context(
+            now=now, rng=random.Random(1), game_name="four",
+            actor=Actor(handle, email, authenticated, gm),
+        )
+
+    def send(self, handle, *texts, now=NOW, authenticated=True, gm=False, email=None) -> Outcome:
+        before = copy.deepcopy(self.state)
+        out = RULES.apply(self.state, RULES.parse(lines(*texts)),
+                          self.ctx(handle, now, authenticated, gm, email))
+        assert self.state == before, "apply changed the state it was given"
+        assert len(out.results) == len(texts)
+        json.dumps(out.state)  # always JSON
+        self.state = out.state
+        return out
+
+    def join(self, handle, email=None, now=NOW) -> Outcome:
+        if email:
+            self.emails[handle] = email
+        out = self.send(handle, "JOIN", now=now)
+        assert out.results[0].ok, out.results[0].message
+        return out
+
+    def set_pieces(self, handle, pairs: str) -> Outcome:
+        out = self.send("gm", f"SET PIECES {handle} {pairs}", gm=True)
+        assert out.results[0].ok, out.results[0].message
+        return out
+
+    def play(self, handle, text, now=NOW):
+        """Send one play; return its Result."""
+        return self.send(handle, text, now=now).results[0]
+
+    def score(self, handle) -> int:
+        return self.state["players"][handle]["score"]
+
+    @property
+    def total(self) -> int:
+        return self.state["total"]
+
+    def end(self) -> Outcome:
+        out = RULES.run_turn(self.state, Context(now=NOW + timedelta(days=1), rng=random.Random(1),
+                                                 game_name="four"))
+        self.state = out.state
+        return out
+
+
+def table_with(*handles: str, pieces: str | None = None, **options) -> Table:
+    t = Table(**options)
+    for h in handles:
+        t.join(h)
+        if pieces:
+            t.set_pieces(h, pieces)
+    return t
+
+
+# -- pieces -------------------------------------------------------------------
+
+
+def test_seed_example_pieces_from_address():
+    pieces = pieces_from_email("dklein00@gmail.com")
+    assert [(p.value, p.multiplier) for p in pieces] == [
+        (4, 1), (11, 2), (12, 3), (5, 4), (9, 5),
+        (6, 0), (6, 0), (6, 0), (6, 0), (6, 0),
+    ]
+
+
+def test_short_local_part_continues_with_domain_letters():
+    # "j2x" gives j, x; then the domain: m, a, i
+    assert [p.value for p in pieces_from_email("J2X@mail.example")[:5]] == [10, 24, 13, 1, 9]
+    # fewer than five letters in all: repeat them
+    assert [p.value for p in pieces_from_email("b1@c.9")[:5]] == [2, 3, 2, 3, 2]
+
+
+def test_join_gives_the_pieces_of_the_address_and_shows_them():
+    t = Table()
+    out = t.join("dk", email="dklein00@gmail.com")
+    assert out.joined == ["dk"]
+    assert out.results[0].message == "accepted: you are player 1; your pieces are below"
+    me = out.sections[0].data["me"]
+    assert [(p["number"], p["value"], p["multiplier"]) for p in me["pieces"][:5]] == [
+        (1, 4, 1), (2, 11, 2), (3, 12, 3), (4, 5, 4), (5, 9, 5)]
+    assert t.state["players"]["dk"]["pieces"][5:] == [[6, 0]] * 5
+
+
+def test_join_refusals():
+    t = Table(max_players=2)
+    t.join("ann")
+    again = t.send("ann", "JOIN")
+    assert not again.results[0].ok
+    assert again.results[0].message == "you have joined this game already"
+    stranger = t.send(None, "JOIN")
+    assert "not registered" in stranger.results[0].message
+    nopw = t.send("bob", "JOIN", authenticated=False)
+    assert "password missing or wrong" in nopw.results[0].message
+    t.join("bob")
+    full = t.send("cid", "JOIN")
+    assert full.results[0].message == "the game is full: it takes at most 2 players"
+    assert list(t.state["players"]) == ["ann", "bob"]
+
+
+# -- plays and scoring --------------------------------------------------------------
+
+
+def test_negative_play_with_the_seed_pieces():
+    t = Table()
+    t.join("dk", email="dklein00@gmail.com")
+    t.join("bob")
+    t.set_pieces("bob", "12,2 " + "1,1 " * 9)
+    r = t.play("dk", "Piece 3: -12, 3")
+    assert r.ok
+    assert r.message == "accepted: play 1, total -12, no multiple of 7 or 24; your score 0, 9 pieces left"
+    assert t.total == -12
+    r = t.play("bob", "Piece 1: -12, 2")  # -24: a multiple of 24 scores 10 x 2
+    assert r.message == (
+        "accepted: play 2, total -24 = -1 x 24, scores 20; your score 20, 9 pieces left"
+    )
+    assert t.score("bob") == 20
+    r = t.play("dk", "Piece 6: -6, 0")  # -30: no multiple
+    assert t.total == -30 and t.score("dk") == 0
+    r = t.play("bob", "Piece 2: +1, 1")  # -29
+    r = t.play("dk", "Piece 1: 4, 1")  # -25
+    r = t.play("bob", "piece 3: -1, 1")  # -26
+    r = t.play("dk", "Piece 4: -5, 4")  # -31
+    r = t.play("bob", "Piece 4: +1, 1")  # -30
+    r = t.play("dk", "Piece 5: -9, 5")  # -39
+    r = t.play("bob", "Piece 5: -1, 1")  # -40
+    r = t.play("dk", "Piece 2: 11, 2")  # -29
+    r = t.play("bob", "Piece 6: +1, 1")  # -28 = -4 x 7
+    assert r.message.startswith("accepted: play 12, total -28 = -4 x 7, scores 5;")
+    assert t.score("bob") == 25
+
+
+def test_multiple_of_7_of_24_and_of_both():
+    t = table_with("ann", "bob")
+    t.set_pieces("ann", "7,2 24,3 84,1 " + "1,1 " * 7)
+    t.set_pieces("bob", "84,4 1,1 " + "1,1 " * 8)
+    assert t.play("ann", "Piece 1: 7, 2").message.startswith(
+        "accepted: play 1, total 7 = 1 x 7, scores 10;")          # 5 x 2
+    assert t.play("bob", "Piece 2: -1, 1").ok                     # 6
+    assert t.play("ann", "Piece 2: -24, 3").message.startswith(
+        "accepted: play 3, total -18, no multiple")              # -18
+    assert t.play("bob", "Piece 3: 1, 1").ok                      # -17
+    assert t.play("ann", "Piece 3: 84, 1").message.startswith(
+        "accepted: play 5, total 67, no multiple")
+    # a plain multiple of 24 (not of 7)
+    t2 = table_with("ann", "bob")
+    t2.set_pieces("ann", "24,3 " + "1,1 " * 9)
+    assert t2.play("ann", "Piece 1: 24, 3").message.startswith(
+        "accepted: play 1, total 24 = 1 x 24, scores 30;")        # 10 x 3
+    # 168 = 24 x 7 = 7 x 24: both
+    t3 = table_with("ann", "bob")
+    t3.set_pieces("ann", "84,1 " + "1,1 " * 9)
+    t3.set_pieces("bob", "84,4 " + "1,1 " * 9)
+    assert t3.play("ann", "Piece 1: 84, 1").message.startswith(
+        "accepted: play 1, total 84 = 12 x 7, scores 5;")
+    assert t3.play("bob", "Piece 1: 84, 4").message.startswith(
+        "accepted: play 2, total 168 = 24 x 7 = 7 x 24, scores 60;")  # 5x4 + 10x4
+    assert (t3.score("ann"), t3.score("bob")) == (5, 60)
+    assert t.score("ann") == 10 and t2.score("ann") == 30
+
+
+def test_zero_total_is_a_multiple_of_both():
+    t = table_with("ann", "bob")
+    t.set_pieces("ann", "5,1 " * 10)
+    t.set_pieces("bob", "5,2 " * 10)
+    t.play("ann", "Piece 1: 5, 1")
+    r = t.play("bob", "Piece 1: -5, 2")
+    assert t.total == 0
+    assert r.message.startswith("accepted: play 2, total 0 = 0 x 7 = 0 x 24, scores 30;")
+    assert t.score("bob") == 30
+
+
+def test_consecutive_plays_by_one_player_do_not_score():
+    t = table_with("ann", "bob", pieces=SEVENS)
+    assert t.play("ann", "Piece 1: 7, 1").message.startswith("accepted: play 1, total 7 = 1 x 7, scores 5")
+    r = t.play("ann", "Piece 2: 7, 1")
+    assert r.message.startswith(
+        "accepted: play 2, total 14 = 2 x 7, no points: nobody else played in between")
+    # two plays in one mail: the second one does not score either
+    out = t.send("ann", "Piece 3: 7, 1", "Piece 4: 7, 1")
+    assert [r.ok for r in out.results] == [True, True]
+    assert t.score("ann") == 5
+    t.play("bob", "Piece 1: 7, 1")  # 35
+    assert t.play("ann", "Piece 5: 7, 1").message.startswith("accepted: play 6, total 42 = 6 x 7, scores 5")
+    assert (t.score("ann"), t.score("bob")) == (10, 5)
+    # the history says why each play scored or not
+    notes = [p["note"] for p in RULES.view(t.state, None)[0].data["plays"]]
+    assert notes == ["scores 5"] + ["no points: nobody else played in between"] * 3 + ["scores 5"] * 2
+
+
+def test_multiplier_zero_scores_nothing():
+    t = table_with("ann", "bob")
+    t.set_pieces("ann", "7,0 " * 10)
+    r = t.play("ann", "Piece 1: 7, 0")
+    assert r.message.startswith("accepted: play 1, total 7 = 1 x 7, no points: multiplier 0")
+    assert points_for(7, 0, True) == 0 and points_for(168, 2, True) == 30
+
+
+# -- refusals -----------------------------------------------------------------------
+
+
+def test_refused_plays_give_the_reason_and_change_nothing():
+    t = Table()
+    t.join("dk", email="dklein00@gmail.com")
+    assert t.play("dk", "Piece 3: 12, 3").ok
+    before = copy.deepcopy(t.state)
+    out = t.send(
+        "dk",
+        "Piece 3: 12, 3",       # used
+        "Piece 11: 6, 0",       # unknown
+        "Piece 2: 12, 2",       # wrong value
+        "Piece 2: -11, 3",      # wrong multiplier
+        "Piece 2 12 2 extra",   # unreadable
+    )
+    assert [r.message for r in out.results] == [
+        "piece 3 is used already (play 1); pieces left: 1, 2, 4, 5, 6, 7, 8, 9, 10",
+        "there is no piece 11: your pieces are numbered 1 to 10",
+        "piece 2 has the sequence value 11, not 12: play it as Piece 2: 11, 2 or Piece 2: -11, 2",
+        "piece 2 has the point multiplier 2, not 3: play it as Piece 2: -11, 2",
+        "cannot read this play: expected Piece <n>: [+|-]<value>, <multiplier>, "
+        "e.g. Piece 3: 12, 3 or Piece 6: -6, 0",
+    ]
+    assert not any(r.ok for r in out.results)
+    assert t.state == before
+    assert out.notices == []
+
+
+def test_the_same_piece_twice_in_one_mail():
+    t = table_with("ann", "bob", pieces=SEVENS)
+    out = t.send("ann", "Piece 1: 7, 1", "Piece 1: 7, 1")
+    assert out.results[0].ok
+    assert out.results[1].message.startswith("piece 1 is used already (play 1)")
+    assert t.total == 7
+
+
+def test_not_a_player_or_no_password():
+    t = table_with("ann")
+    r = t.send("zed", "Piece 1: 26, 1").results[0]
+    assert r.message == "you are not a player of this game: send JOIN first"
+    r = t.send("ann", "Piece 1: 1, 1", authenticated=False).results[0]
+    assert r.message.startswith("password missing or wrong")
+    assert t.state["plays"] == []
+
+
+def test_late_plays_are_refused():
+    t = table_with("ann", "bob", pieces=SEVENS)
+    t.play("ann", "Piece 1: 7, 1")
+    t.end()
+    out = t.send("bob", "Piece 1: 7, 1", "JOIN")
+    assert [r.message for r in out.results] == [
+        "the game is over: the deadline has passed and plays no longer count"] * 2
+    assert t.state["plays"] == ["ann 1 +7 1 7 5"]
+    with pytest.raises(GameError):
+        RULES.run_turn(t.state, Context(now=NOW, rng=random.Random(1)))
+
+
+def test_closes_option_refuses_plays_arriving_after_the_deadline():
+    t = table_with("ann", pieces=SEVENS, closes="2007-12-08T05:00:00-05:00")
+    assert t.state["options"]["closes"] == "2007-12-08T10:00:00+00:00"
+    deadline = datetime(2007, 12, 8, 10, 0, tzinfo=timezone.utc)
+    assert t.play("ann", "Piece 1: 7, 1", now=deadline - timedelta(seconds=1)).ok
+    r = t.play("ann", "Piece 2: 7, 1", now=deadline)
+    assert r.message == (
+        "the game closed at 2007-12-08 10:00 UTC: plays after the deadline do not count")
+    assert t.total == 7
+
+
+# -- parsing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "Piece 3: 12, 3",
+    "Piece Number 3: 12, 3",
+    "piece number 3:12,3.",
+    "PIECE #3 : +12 , 3",
+    "Piece No. 3: 12, 3",
+    "Piece 3. 12, 3",
+    "Piece 3 12 3",
+    "  Piece   3:   12,3  ",
+])
+def test_lenient_play_lines(text):
+    (cmd,) = RULES.parse([Line(1, text)])
+    assert cmd.ok, cmd.error
+    assert (cmd.name, cmd.args) == ("play", {"piece": 3, "sign": "+", "value": 12, "multiplier": 3})
+
+
+def test_negative_play_line_and_unreadable_lines():
+    (neg,) = RULES.parse([Line(1, "Piece 6: -6, 0")])
+    assert neg.args == {"piece": 6, "sign": "-", "value": 6, "multiplier": 0}
+    (glued,) = RULES.parse([Line(1, "Piece 36, 0")])
+    assert glued.error.startswith("cannot read this play")
+    (other,) = RULES.parse([Line(1, "GIVE 2 TO bob")])
+    assert other.error == (
+        "unknown command 'GIVE': expected JOIN, Piece <n>: [+|-]<value>, <multiplier>, "
+        "PIECES, MAIL EACH, MAIL DIGEST, MAIL NONE")
+    (mail,) = RULES.parse([Line(1, "mail weekly")])
+    assert mail.error.startswith("expected MAIL EACH")
+    (setp,) = RULES.parse([Line(1, "SET PIECES ann 1,1 2,2")])
+    assert setp.error.startswith("2 pieces given, ten needed")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=80), max_size=6))
+def test_parse_never_raises(texts):
+    commands = RULES.parse(lines(*texts))
+    assert len(commands) == len(texts)
+    assert all(c.ok or c.error for c in commands)
+
+
+# -- bonuses, winner, tie ---------------------------------------------------------------
+
+
+def round_robin(t: Table, handles: list[str], pieces_per_player: int = 10) -> None:
+    for n in range(1, pieces_per_player + 1):
+        for h in handles:
+            value, mult = t.state["players"][h]["pieces"][n - 1]
+            r = t.play(h, f"Piece {n}: {value}, {mult}")
+            assert r.ok, r.message
+
+
+def test_both_bonuses_and_the_final_report():
+    t = table_with("ann", "bob", "cid", "dot", pieces=SEVENS)
+    t.set_pieces("ann", "7,1 " * 9 + "7,0")  # ann's tenth play cannot score
+    round_robin(t, ["ann", "bob", "cid", "dot"])
+    # every total is a multiple of 7 (5 points); play 24 (dot) is 168: 15 points
+    assert [t.score(h) for h in ("ann", "bob", "cid", "dot")] == [45, 50, 50, 60]
+    out = t.end()
+    assert out.turn_done and out.finished
+    # first half = 2 finishers: ann (tenth play did not score: no bonus) and bob;
+    # cid finished third: no bonus although the tenth play scored; dot made the
+    # last scoring play (play 40): +70
+    assert out.state["bonuses"] == [
+        {"handle": "bob", "points": 40,
+         "reason": "among the first half to use all ten pieces; tenth play scored"},
+        {"handle": "dot", "points": 70, "reason": "the last play that scored (play 40)"},
+    ]
+    (report,) = out.notices
+    assert report.to == [ALL_PLAYERS] and report.template == "report.txt"
+    assert report.kind == "report"
+    data = report.data
+    assert len(data["plays"]) == 40 and data["plays"][23]["total"] == 168
+    assert [(r["handle"], r["score"]) for r in data["standings"]] == [
+        ("dot", 130), ("bob", 90), ("cid", 50), ("ann", 45)]
+    assert data["winner"] == "dot" and data["tied"] == []
+
+
+def test_last_scoring_bonus_skips_plays_that_did_not_score():
+    t = table_with("ann", "bob", pieces=SEVENS)
+    t.set_pieces("bob", "1,1 " * 10)
+    t.play("ann", "Piece 1: 7, 1")   # 7: scores
+    t.play("bob", "Piece 1: 1, 1")   # 8
+    out = t.end()
+    assert out.state["bonuses"] == [
+        {"handle": "ann", "points": 70, "reason": "the last play that scored (play 1)"}]
+    assert out.notices[0].data["winner"] == "ann"
+
+
+def test_tie_goes_to_who_reached_the_score_first():
+    t = table_with("ann", "bob", "cid", pieces=SEVENS)  # ann joined first
+    t.play("bob", "Piece 1: 7, 1")   # 7: bob 5 (play 1)
+    t.play("ann", "Piece 1: 7, 1")   # 14: ann 5 (play 2)
+    t.play("cid", "Piece 1: 7, 1")   # 21: cid 5, the last scoring play: +70
+    out = t.end()
+    assert [(r["handle"], r["score"]) for r in out.notices[0].data["standings"]] == [
+        ("cid", 75), ("bob", 5), ("ann", 5)]
+
+
+def test_tie_for_the_win_after_the_bonus():
+    t = table_with("bob", "ann", pieces=SEVENS)  # bob joined first
+    t.set_pieces("ann", "7,16 " * 10)
+    t.play("bob", "Piece 1: 7, 1")   # 7: bob 5
+    t.play("ann", "Piece 1: 7, 16")  # 14: ann 80 (play 2)
+    t.play("bob", "Piece 2: 7, 1")   # 21: bob 10, the last scoring play: +70 = 80
+    out = t.end()
+    data = out.notices[0].data
+    assert [(r["handle"], r["score"]) for r in data["standings"]] == [("ann", 80), ("bob", 80)]
+    assert data["winner"] == "ann" and data["tied"] == ["bob"]
+
+
+def test_game_master_sets_pieces():
+    t = table_with("ann", "bob")
+    out = t.set_pieces("ann", "1,1 2,2 3,3 4,4 5,5 6,6 7,7 8,8 9,9 10,10")
+    assert out.audit == [
+        "GM set the pieces of ann in four: 1,1 2,2 3,3 4,4 5,5 6,6 7,7 8,8 9,9 10,10"]
+    assert out.notices[0].to == ["ann"]
+    assert t.state["players"]["ann"]["pieces"][9] == [10, 10]
+    r = t.send("bob", "SET PIECES ann " + "1,1 " * 10).results[0]
+    assert r.message == "only the game master may set a player's pieces"
+    assert t.play("ann", "Piece 10: 10, 10").ok
+    r = t.send("gm", "SET PIECES ann " + "1,1 " * 10, gm=True).results[0]
+    assert r.message == "ann has played already; pieces can only be set before the first play"
+    r = t.send("gm", "SET PIECES zed " + "1,1 " * 10, gm=True).results[0]
+    assert r.message == "zed is not a player of this game"
+
+
+# -- announcements ------------------------------------------------------------------
+
+
+def test_each_play_is_announced_to_players_who_chose_each():
+    t = table_with("ann", "bob", "cid", "dot", pieces=SEVENS)
+    assert t.send("bob", "MAIL EACH").results[0].message == (
+        "accepted: you will get a mail for every play")
+    t.send("cid", "MAIL NONE")
+    t.send("ann", "mail each")
+    out = t.send("ann", "Piece 1: 7, 1")
+    (notice,) = out.notices  # ann made the play: she has the reply
+    assert notice.to == ["bob"] and notice.template == "play.txt"
+    assert notice.subject == "four: play 1, total 7"
+    assert notice.data["play"]["handle"] == "ann" and notice.data["play"]["points"] == 5
+    assert [(r["handle"], r["score"]) for r in notice.data["standings"]] == [
+        ("ann", 5), ("bob", 0), ("cid", 0), ("dot", 0)]
+    out = t.send("bob", "Piece 1: 7, 1")
+    assert [n.to for n in out.notices] == [["ann"]]
+    # a refused play announces nothing
+    assert t.send("bob", "Piece 1: 7, 1").notices == []
+
+
+def test_digest_at_most_every_hour_and_only_when_something_happened():
+    t = table_with("ann", "bob", "cid", pieces=SEVENS)  # all joined at NOW: digest by default
+    t.send("cid", "MAIL NONE")
+    tick = lambda minutes: RULES.tick(t.state, t.ctx(None, NOW + timedelta(minutes=minutes)))  # noqa: E731
+    assert tick(70) is None  # nothing happened yet
+    t.play("ann", "Piece 1: 7, 1", now=NOW + timedelta(minutes=75))
+    out = tick(76)
+    # bob has not had a digest for an hour: it goes out now; ann made the only
+    # play herself: nothing for her; cid chose none
+    (digest,) = out.notices
+    assert digest.to == ["bob"] and digest.template == "digest.txt"
+    assert [p["number"] for p in digest.data["plays"]] == [1]
+    assert digest.subject == "four: plays 1-1, total 7"
+    t.state = out.state
+    assert tick(77) is None
+    t.play("bob", "Piece 1: 7, 1", now=NOW + timedelta(minutes=80))
+    t.play("ann", "Piece 2: 7, 1", now=NOW + timedelta(minutes=90))
+    # ann never had a digest: an hour since she joined has passed: play 2 is hers,
+    # but bob's play 2 is news to her
+    out = tick(91)
+    assert [(n.to, [p["number"] for p in n.data["plays"]]) for n in out.notices] == [
+        (["ann"], [2, 3])]
+    t.state = out.state
+    assert tick(135) is None  # bob: less than an hour since his digest at 76
+    out = tick(136)
+    # bob's own play 2 was not news (nothing was pending when he made it)
+    assert [(n.to, [p["number"] for p in n.data["plays"]]) for n in out.notices] == [
+        (["bob"], [3])]
+    # the digest says what each play did
+    assert out.notices[0].data["plays"][0]["line"] == (
+        "    3  ann              piece  2    +7 x1  total     21  scores 5")
+
+
+def test_pieces_query_shows_remaining_pieces_and_total():
+    t = Table()
+    t.join("dk", email="dklein00@gmail.com")
+    t.play("dk", "Piece 3: 12, 3")
+    out = t.send("dk", "PIECES", authenticated=False)
+    assert out.results[0].message == "accepted: total 12, your score 0, 9 pieces left"
+    me = out.sections[0].data["me"]
+    assert [p["number"] for p in me["pieces"] if not p["played"]] == [1, 2, 4, 5, 6, 7, 8, 9, 10]
+    assert me["next_scores"] is False
+
+
+# -- state ----------------------------------------------------------------------------
+
+
+def test_import_checks_the_state():
+    t = table_with("ann", "bob", pieces=SEVENS)
+    t.play("ann", "Piece 1: 7, 1")
+    exported = json.loads(json.dumps(RULES.export_state(t.state)))
+    assert RULES.import_state(exported) == t.state
+    exported["total"] = 8
+    with pytest.raises(GameError, match="total 8 does not match the plays"):
+        RULES.import_state(exported)
+
+
+# -- texts ------------------------------------------------------------------------------
+
+
+def render(template: str, data: dict, **env_options) -> str:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader("templates/sequence"),
+        undefined=jinja2.StrictUndefined, **env_options,
+    )
+    return env.get_template(template).render(**data)
+
+
+@pytest.mark.parametrize("env_options", [{}, {"trim_blocks": True, "lstrip_blocks": True}])
+def test_mails_render(env_options):
+    t = table_with("bob", "ann", pieces=SEVENS)
+    t.set_pieces("ann", "7,16 " * 10)
+    t.send("ann", "MAIL EACH")
+    t.play("bob", "Piece 1: 7, 1")
+    play_notice = t.send("ann", "Piece 1: 7, 16").notices
+    t.send("bob", "MAIL EACH")
+    (play_notice,) = t.send("ann", "Piece 2: 7, 16").notices
+    text = render("play.txt", play_notice.data, **env_options)
+    assert text.splitlines()[:2] == [
+        "Play 3: ann played piece 2 (+7, multiplier 16).",
+        "The total is now 21 = 3 x 7: no points: nobody else played in between.",
+    ]
+    assert "    1. ann                      80" in text.splitlines()
+    pieces = t.send("bob", "PIECES").sections[0]
+    text = render(pieces.template, pieces.data, **env_options)
+    assert "Total: 21 = 3 x 7 after 3 plays; 2 players." in text
+    assert "  Piece  1: value  7, multiplier 1   (used in play 1)" in text.splitlines()
+    assert "  Piece  2: value  7, multiplier 1" in text.splitlines()
+    t.play("bob", "Piece 2: 7, 1")
+    report = t.end().notices[0]
+    text = render("report.txt", report.data, **env_options)
+    lines_ = text.splitlines()
+    assert "    4  bob              piece  2    +7 x1  total     28  scores 5" in lines_
+    assert "  bob +70: the last play that scored (play 4)" in lines_
+    assert lines_[-2:] == [
+        "The winner is bob with 80 points.",
+        "ann also has 80 points; bob reached that score first.",
+    ] or lines_[-1] == "The winner is ann with 80 points."
+    assert all(len(line) <= 78 for line in lines_)
+    view = RULES.view(t.state, "bob")[0]
+    assert "The deadline has passed: the game is over." in render(view.template, view.data)

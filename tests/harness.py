@@ -1,0 +1,275 @@
+"""Real parts for tests: a `pbm serve` subprocess on a temporary database, and an
+aiosmtpd sink standing in for the outbound relay.  Nothing here is a mock: mail
+goes over loopback sockets, the database is a real SQLite file (or a fresh
+PostgreSQL database when PBM_TEST_DATABASE_URL is set), and the schema comes
+from the real Alembic migrations."""
+
+from __future__ import annotations
+
+import os
+import signal
+import smtplib
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from email.utils import make_msgid, format_datetime
+from datetime import datetime, timezone
+from pathlib import Path
+
+from aiosmtpd.controller import Controller
+from sqlalchemy import create_engine, text
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SinkHandler:
+    def __init__(self):
+        self.messages: list[tuple[list[str], bytes]] = []
+        self.lock = threading.Lock()
+        #: None: accept; otherwise the status line to answer DATA with
+        self.refuse_with: str | None = None
+
+    async def handle_DATA(self, server, session, envelope):
+        if self.refuse_with:
+            return self.refuse_with
+        with self.lock:
+            self.messages.append(([r.lower() for r in envelope.rcpt_tos], envelope.original_content or envelope.content))
+        return "250 OK"
+
+
+class Sink:
+    """The relay: a real SMTP server that keeps what it receives."""
+
+    def __init__(self, port: int | None = None):
+        self.port = port or free_port()
+        self.handler = SinkHandler()
+        self.controller = None
+
+    def start(self):
+        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
+        self.controller.start()
+
+    def stop(self):
+        if self.controller:
+            self.controller.stop()
+            self.controller = None
+
+    def all(self) -> list[tuple[list[str], EmailMessage]]:
+        with self.handler.lock:
+            items = list(self.handler.messages)
+        return [(rcpts, BytesParser(policy=policy.default).parsebytes(raw)) for rcpts, raw in items]
+
+
+class PbmServer:
+    def __init__(self, tmp: Path, domain: str = "pbm.test", gm_address: str = "gm@example.org", extra_env: dict | None = None):
+        self.tmp = tmp
+        self.domain = domain
+        self.gm_address = gm_address
+        self.sink = Sink()
+        self.sink.start()
+        self.port = free_port()
+        self.clock_file = tmp / "clock.txt"
+        self.db_url, self._drop_db = self._database()
+        self.env = dict(os.environ)
+        self.env.update(
+            {
+                "PBM_DATABASE_URL": self.db_url,
+                "PBM_LISTEN": f"127.0.0.1:{self.port}",
+                "PBM_DOMAIN": domain,
+                "PBM_RELAY": f"127.0.0.1:{self.sink.port}",
+                "PBM_GM_ADDRESS": gm_address,
+                "PBM_POLL_SECONDS": "0.05",
+                "PBM_RETRY_BASE_SECONDS": "0.2",
+                "PBM_RETRY_MAX_SECONDS": "1",
+                "PBM_TICK_SECONDS": "0.5",
+                "PBM_MAILDIR": str(tmp / "maildir"),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        self.env.update(extra_env or {})
+        self.proc: subprocess.Popen | None = None
+        self._engine = create_engine(self.db_url.replace("postgresql://", "postgresql+psycopg://"))
+
+    # -- database -------------------------------------------------------------
+    def _database(self) -> tuple[str, callable]:
+        base = os.environ.get("PBM_TEST_DATABASE_URL")
+        if not base:
+            return f"sqlite:///{self.tmp / 'pbm.db'}", lambda: None
+        name = "pbm_" + uuid.uuid4().hex[:12]
+        admin = create_engine(base.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+        url = base.rsplit("/", 1)[0] + "/" + name
+
+        def drop():
+            with admin.connect() as c:
+                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
+
+        return url, drop
+
+    def sql(self, query: str, **params):
+        with self._engine.connect() as c:
+            return c.execute(text(query), params).all()
+
+    # -- process ----------------------------------------------------------------
+    def start(self, *without: str):
+        args = [sys.executable, "-m", "pbm_server.cli", "serve"]
+        for part in without:
+            args += ["--without", part]
+        self.log = open(self.tmp / "serve.log", "ab")
+        self.proc = subprocess.Popen(args, env=self.env, cwd=self.tmp, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        if "listener" in without:
+            time.sleep(1.0)
+            return self
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("pbm serve exited:\n" + (self.tmp / "serve.log").read_text())
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("pbm serve did not start listening:\n" + (self.tmp / "serve.log").read_text())
+
+    def stop(self, kill: bool = False):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def close(self):
+        self.stop()
+        self.sink.stop()
+        self._engine.dispose()
+        self._drop_db()
+
+    def set_clock(self, moment: datetime | str):
+        if isinstance(moment, datetime):
+            moment = moment.isoformat()
+        self.clock_file.write_text(moment)
+        self.env["PBM_CLOCK_FILE"] = str(self.clock_file)
+
+    # -- the CLI -------------------------------------------------------------------
+    def cli(self, *args: str, input: str | bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        if isinstance(input, str):
+            input = input.encode()
+        proc = subprocess.run([sys.executable, "-m", "pbm_server.cli", *args], env=self.env, cwd=self.tmp, input=input, capture_output=True)
+        proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+        if check and proc.returncode != 0:
+            raise AssertionError(f"pbm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def new_game(self, kind: str, name: str, deadline: str | None = None, **options):
+        args = ["game", "new", kind, name]
+        for k, v in options.items():
+            args += ["--option", f"{k}={v}"]
+        if deadline:
+            args += ["--deadline", deadline]
+        return self.cli(*args)
+
+    def run_turn(self, name: str, *extra: str):
+        proc = self.cli("turn", "run", name, *extra)
+        self.settle()
+        return proc
+
+    # -- mail ------------------------------------------------------------------------
+    def address(self, to: str) -> str:
+        return to if "@" in to else f"{to}@{self.domain}"
+
+    def build(self, frm: str, to: str, body: str, subject: str = "orders", headers: dict | None = None) -> EmailMessage:
+        msg = EmailMessage()
+        msg["From"] = frm
+        msg["To"] = self.address(to)
+        msg["Subject"] = subject
+        msg["Date"] = format_datetime(datetime.now(timezone.utc))
+        msg["Message-ID"] = make_msgid(domain="example.org")
+        for k, v in (headers or {}).items():
+            msg[k] = v
+        msg.set_content(body)
+        return msg
+
+    def send_message(self, msg: EmailMessage, mail_from: str | None = None, rcpts: list[str] | None = None):
+        with smtplib.SMTP("127.0.0.1", self.port, timeout=30) as smtp:
+            smtp.send_message(msg, from_addr=mail_from if mail_from is not None else msg["From"], to_addrs=rcpts or [msg["To"]])
+        return msg["Message-ID"]
+
+    def send(self, frm: str, to: str, body: str, subject: str = "orders", headers: dict | None = None) -> str:
+        return self.send_message(self.build(frm, to, body, subject, headers))
+
+    def replies_to(self, message_id: str) -> list[EmailMessage]:
+        return [m for _, m in self.sink.all() if m.get("In-Reply-To") == message_id]
+
+    def mail(self, frm: str, to: str, body: str, subject: str = "orders", timeout: float = 30) -> EmailMessage:
+        mid = self.send(frm, to, body, subject)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.replies_to(mid)
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        raise AssertionError(f"no reply to {mid} from {frm} within {timeout}s; serve.log:\n" + self.serve_log()[-3000:])
+
+    def register(self, handle: str, password: str, email: str | None = None) -> str:
+        email = email or f"{handle}@example.org"
+        reply = self.mail(email, "pbm", f"register {handle} {password}", subject="register")
+        assert "registered as" in self.text(reply), self.text(reply)
+        return email
+
+    def inbox(self, addr: str) -> list[EmailMessage]:
+        addr = addr.lower()
+        return [m for rcpts, m in self.sink.all() if addr in rcpts]
+
+    def all_sent(self) -> list[EmailMessage]:
+        return [m for _, m in self.sink.all()]
+
+    def wait_for(self, addr: str, count: int, timeout: float = 30) -> list[EmailMessage]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.inbox(addr)
+            if len(got) >= count:
+                return got
+            time.sleep(0.05)
+        raise AssertionError(f"{addr} has {len(self.inbox(addr))} mails, expected {count}; serve.log:\n" + self.serve_log()[-3000:])
+
+    def settle(self, timeout: float = 30):
+        """Wait until every stored mail is processed and every due outbox row delivered."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            new = self.sql("SELECT count(*) FROM inbox WHERE status = 'new'")[0][0]
+            pending = self.sql("SELECT count(*) FROM outbox WHERE status = 'pending'")[0][0]
+            if not new and not pending:
+                return
+            time.sleep(0.05)
+        raise AssertionError("the server did not settle; serve.log:\n" + self.serve_log()[-3000:])
+
+    def serve_log(self) -> str:
+        p = self.tmp / "serve.log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    @staticmethod
+    def text(msg: EmailMessage) -> str:
+        part = msg.get_body(preferencelist=("plain",))
+        return part.get_content() if part is not None else ""
+
+    @staticmethod
+    def html(msg: EmailMessage) -> str | None:
+        part = msg.get_body(preferencelist=("html",))
+        return part.get_content() if part is not None else None
