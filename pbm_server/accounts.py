@@ -31,6 +31,12 @@ class ServerContext:
     sender: str
     now: datetime
     is_gm: bool = False
+    #: the sender's account handle (None: unregistered) and whether the mail's
+    #: $$password$$ matched it
+    handle: str | None = None
+    authenticated: bool = False
+    #: turns Notices into outbox mails (for commands that run turns)
+    mailer: object = None
     secrets: set[str] = field(default_factory=set)
     sections: list[Section] = field(default_factory=list)
     audit: list[tuple[str, str]] = field(default_factory=list)

@@ -249,7 +249,10 @@ class Worker:
             audit(s, now, actor.handle or mail.from_addr, "bad password", f"mail {row.id}")
         else:
             if prep.server_lines:
-                sctx = ServerContext(s, self.settings, self.composer, mail.from_addr, now, is_gm=actor.is_gm, secrets=prep.secrets)
+                sctx = ServerContext(
+                    s, self.settings, self.composer, mail.from_addr, now, is_gm=actor.is_gm,
+                    handle=actor.handle, authenticated=actor.authenticated, mailer=self.mailer, secrets=prep.secrets,
+                )
                 for line in prep.server_lines:
                     reply.results.append(run_line(sctx, line))
                 reply.sections.extend(sctx.sections)

@@ -171,7 +171,7 @@ class AgoraRules(Rules):
                 "you are not registered: send 'register HANDLE PASSWORD' to the server's pbm@ address first"
             )
         if not actor.authenticated:
-            raise Refused("this needs your password: put $$yourpassword$$ anywhere in the mail")
+            raise Refused("this needs your password: write it anywhere in the mail with $$ on both sides of it")
         if cmd.name == "join":
             message = engine.join(world, actor.handle, ctx.now)
             fx.joined.append(actor.handle)

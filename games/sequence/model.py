@@ -30,6 +30,8 @@ FINISHER_BONUS = 40
 LAST_SCORER_BONUS = 70
 
 MAIL_CHOICES = ("each", "digest", "none")
+#: The head of a table of plays (see Play.line).
+PLAYS_HEADER = "  Play Player       Piece Value Mult  Total  Result"
 STATE_VERSION = 1
 
 
@@ -157,8 +159,8 @@ class Play:
     def line(self, note: str) -> str:
         """The play as one line of a table (digests, the final report)."""
         return (
-            f"{self.number:5d}  {self.handle:<16} piece {self.piece:2d}  "
-            f"{self.value:+4d} x{self.multiplier}  total {self.total:6d}  {note}"
+            f"{self.number:6d} {self.handle:<12} {self.piece:5d} {self.value:+5d} "
+            f"{self.multiplier:4d} {self.total:6d}  {note}"
         )
 
 
@@ -170,7 +172,7 @@ def play_note(total: int, multiplier: int, points: int, repeated: bool) -> str:
     if not hits:
         return "no multiple of 7 or 24"
     if repeated:
-        return "no points: nobody else played in between"
+        return "no points: nobody played between"
     return "no points: multiplier 0"
 
 

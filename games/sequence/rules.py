@@ -519,9 +519,12 @@ class SequenceRules(Rules):
                 "next_scores": game.last != handle,
                 "pieces": [
                     {"number": n, "value": p.value, "multiplier": p.multiplier,
-                     "played": player.played[n - 1]}
+                     "played": player.played[n - 1],
+                     "line": f"  Piece {n:2d}: value {p.value:2d}, multiplier {p.multiplier}"
+                     + (f"   (used in play {player.played[n - 1]})" if player.played[n - 1] else "")}
                     for n, p in enumerate(player.pieces, start=1)
                 ],
+                "left": " ".join(str(n) for n, _ in player.remaining()) or "none",
             }
         closes = game.options.get("closes")
         return {

@@ -6,7 +6,9 @@ from __future__ import annotations
 import jinja2
 import pytest
 
-from tests.games.agora_rpg.conftest import ROOT
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def week_report(table):

@@ -314,8 +314,7 @@ def test_the_move_limit_draws():
 
 
 def test_a_side_without_a_legal_move_draws():
-    # Light's only piece is walled in by its own... no: Light's 1 at a1 is boxed by pieces
-    # it may not take (they show it 4s)
+    # Light's only piece, a 1 in the corner, is boxed in by pieces that show it 4s
     pos = position({"a1": (LIGHT, 1, 4), "a2": (DARK, 1, 4), "b1": (DARK, 1, 4), "b2": (DARK, 1, 4),
                     "e5": (DARK, 4, 4)}, to_move=LIGHT)
     assert pos.legal_moves() == []

@@ -208,7 +208,7 @@ def test_consecutive_plays_by_one_player_do_not_score():
     assert t.play("ann", "Piece 1: 7, 1").message.startswith("accepted: play 1, total 7 = 1 x 7, scores 5")
     r = t.play("ann", "Piece 2: 7, 1")
     assert r.message.startswith(
-        "accepted: play 2, total 14 = 2 x 7, no points: nobody else played in between")
+        "accepted: play 2, total 14 = 2 x 7, no points: nobody played between")
     # two plays in one mail: the second one does not score either
     out = t.send("ann", "Piece 3: 7, 1", "Piece 4: 7, 1")
     assert [r.ok for r in out.results] == [True, True]
@@ -218,7 +218,7 @@ def test_consecutive_plays_by_one_player_do_not_score():
     assert (t.score("ann"), t.score("bob")) == (10, 5)
     # the history says why each play scored or not
     notes = [p["note"] for p in RULES.view(t.state, None)[0].data["plays"]]
-    assert notes == ["scores 5"] + ["no points: nobody else played in between"] * 3 + ["scores 5"] * 2
+    assert notes == ["scores 5"] + ["no points: nobody played between"] * 3 + ["scores 5"] * 2
 
 
 def test_multiplier_zero_scores_nothing():
@@ -478,7 +478,7 @@ def test_digest_at_most_every_hour_and_only_when_something_happened():
         (["bob"], [3])]
     # the digest says what each play did
     assert out.notices[0].data["plays"][0]["line"] == (
-        "    3  ann              piece  2    +7 x1  total     21  scores 5")
+        "     3 ann              2    +7    1     21  scores 5")
 
 
 def test_pieces_query_shows_remaining_pieces_and_total():
@@ -530,7 +530,7 @@ def test_mails_render(env_options):
     text = render("play.txt", play_notice.data, **env_options)
     assert text.splitlines()[:2] == [
         "Play 3: ann played piece 2 (+7, multiplier 16).",
-        "The total is now 21 = 3 x 7: no points: nobody else played in between.",
+        "The total is now 21 = 3 x 7: no points: nobody played between.",
     ]
     assert "    1. ann                      80" in text.splitlines()
     pieces = t.send("bob", "PIECES").sections[0]
@@ -542,7 +542,7 @@ def test_mails_render(env_options):
     report = t.end().notices[0]
     text = render("report.txt", report.data, **env_options)
     lines_ = text.splitlines()
-    assert "    4  bob              piece  2    +7 x1  total     28  scores 5" in lines_
+    assert "     4 bob              2    +7    1     28  scores 5" in lines_
     assert "  bob +70: the last play that scored (play 4)" in lines_
     assert lines_[-2:] == [
         "The winner is bob with 80 points.",

@@ -1,0 +1,71 @@
+"""Helpers for the rmpm engine tests: build positions, send mails, run weeks."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timezone
+
+import jinja2
+import pytest
+
+from games.base import Actor, Context, Line
+from games.rmpm import RULES
+from games.rmpm.model import Game
+
+TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=False)
+HTML = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=True)
+
+
+class Table:
+    rules = RULES
+
+    def ctx(self, handle=None, *, authenticated=True, gm=False):
+        actor = None
+        if handle is not None or gm:
+            actor = Actor(handle, f"{handle or 'gm'}@example.org", authenticated, gm)
+        return Context(now=datetime(2026, 1, 3, 3, 0, tzinfo=timezone.utc), rng=random.Random(1),
+                       actor=actor, game_name="world")
+
+    def position(self, players: dict, **kw) -> dict:
+        """A state from a short description: handle -> dict(abbr, chips, an, pn,
+        capital, ...).  Player numbers follow the dict order unless given."""
+        doc = {"players": {}}
+        for n, (h, p) in enumerate(players.items(), 1):
+            q = {"number": n, "alias": p.get("abbr", h[:2]), "an": 1, "pn": 50, "capital": 10000}
+            q.update(p)
+            doc["players"][h] = q
+        doc.update(kw)
+        return RULES.import_state(doc)
+
+    def mail(self, state, handle, *lines, **kw):
+        cmds = RULES.parse([Line(i + 1, t) for i, t in enumerate(lines)])
+        return RULES.apply(state, cmds, self.ctx(handle, **kw))
+
+    def orders(self, state, **by_handle):
+        """Send one order mail per handle; every line must be accepted."""
+        for h, lines in by_handle.items():
+            out = self.mail(state, h, *lines)
+            bad = [r for r in out.results if not r.ok]
+            assert not bad, [(r.text, r.message) for r in bad]
+            state = out.state
+        return state
+
+    def week(self, state):
+        return RULES.run_turn(state, self.ctx())
+
+    def game(self, state) -> Game:
+        return Game(state)
+
+    def p(self, state, handle) -> dict:
+        return state["players"][handle]
+
+    def text(self, data) -> str:
+        return TEMPLATES.get_template("report.txt").render(**data)
+
+    def html(self, data) -> str:
+        return HTML.get_template("report.html").render(**data)
+
+
+@pytest.fixture
+def t() -> Table:
+    return Table()
