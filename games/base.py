@@ -122,6 +122,11 @@ class Context:
     # handle -> e-mail address of every handle named in a Command.accounts
     # list of this mail (and of the actor).
     emails: dict[str, str] = field(default_factory=dict)
+    # run_turn only: handles of players on vacation (``ABSENT from to``) at
+    # this deadline.  A game with no-order rules (forfeit, default orders,
+    # removal after missed turns) should leave these players out of them;
+    # the server already leaves them out of reminders and early processing.
+    absent: frozenset[str] = frozenset()
 
 
 @dataclass

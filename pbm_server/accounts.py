@@ -150,3 +150,9 @@ def run_line(ctx: ServerContext, line: Line) -> Result:
         known = ", ".join(sorted(COMMANDS))
         return Result(line, False, f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)")
     return handler(ctx, line, words)
+
+
+# the game master's desk and the players' history/status/preferences commands
+from pbm_server import gmdesk  # noqa: E402
+
+gmdesk.register()

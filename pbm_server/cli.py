@@ -271,6 +271,128 @@ def game_do(env: Env, name, lines):
         sys.exit(1)
 
 
+def _desk(env: Env, name: str, op, *, read: bool = False):
+    """Run ``op(session, game, mailer, now)`` on game NAME in one transaction."""
+    from pbm_server.gameplay import DeskError as _DeskError
+
+    ctx = env.db.read() if read else env.db.write()
+    with ctx as s:
+        g = find_game(s, name)
+        if g is None:
+            fail(f"no game named {name}")
+        try:
+            with s.begin_nested():
+                return op(s, g, env.mailer(), clock.now())
+        except _DeskError as exc:
+            fail(f"{exc}" + ("" if "nothing" in str(exc) else "; nothing was changed"))
+
+
+@game.command("set")
+@click.argument("name")
+@click.argument("pairs", nargs=-1, required=True)
+@pass_env
+def game_set(env: Env, name, pairs):
+    """Set server-side settings: early=on|off grace=DURATION remind=DURATION deadline=EXPR."""
+    from pbm_server import gmdesk
+
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.set_options(s, g, parse_kv(pairs), now, "cli")))
+
+
+@game.command("deadline")
+@click.argument("name")
+@click.argument("expr", nargs=-1, required=True)
+@pass_env
+def game_deadline(env: Env, name, expr):
+    """Set the deadline (e.g. every Saturday 03:00 UTC) or 'none'."""
+    from pbm_server import gmdesk
+
+    def op(s, g, m, now):
+        msg = gmdesk.set_options(s, g, {"deadline": " ".join(expr)}, now, "cli")
+        gmdesk.tell_players(s, m, g, f"{g.name}: the deadline has changed", f"The game master has set the deadline of {g.name} to: {g.deadline or 'none'}.", now)
+        return msg
+
+    click.echo(_desk(env, name, op))
+
+
+@game.command("pause")
+@click.argument("name")
+@pass_env
+def game_pause(env: Env, name):
+    """Pause a game: no turns run, no orders are taken."""
+    from pbm_server import gmdesk
+
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.pause(s, m, g, now, "cli")))
+
+
+@game.command("resume")
+@click.argument("name")
+@pass_env
+def game_resume(env: Env, name):
+    """Resume a paused game (its next deadline is counted from now)."""
+    from pbm_server import gmdesk
+
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.resume(s, m, g, now, "cli")))
+
+
+@game.command("add-player")
+@click.argument("name")
+@click.argument("handle")
+@click.argument("join_line", nargs=-1)
+@pass_env
+def game_add_player(env: Env, name, handle, join_line):
+    """Join HANDLE to the game (JOIN_LINE: the game's join command, default JOIN)."""
+    from pbm_server import gmdesk
+
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.add_player(s, m, g, handle, " ".join(join_line) or None, now, "cli")))
+
+
+@game.command("remove-player")
+@click.argument("name")
+@click.argument("handle")
+@pass_env
+def game_remove_player(env: Env, name, handle):
+    """Take HANDLE out of the game (the game's LEAVE, on the player's behalf)."""
+    from pbm_server import gmdesk
+
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.remove_player(s, m, g, handle, now, "cli")))
+
+
+@game.command("history")
+@click.argument("name")
+@click.argument("turn_no", required=False, type=int)
+@click.option("--as", "viewer", default=None, help="the copy this player got")
+@pass_env
+def game_history(env: Env, name, turn_no, viewer):
+    """The report of turn TURN_NO (default: the last) and the list of turns."""
+    from pbm_server import gmdesk
+
+    def op(s, g, m, now):
+        acc = account_by_handle(s, viewer) if viewer else None
+        _, sections = gmdesk.history(s, g, turn_no, acc, is_gm=True)
+        return "\n\n".join(f"{sec.title}\n{'=' * len(sec.title)}\n{sec.text}" for sec in sections)
+
+    click.echo(_desk(env, name, op, read=True))
+
+
+@main.command("audit")
+@click.option("--game", "name", default=None, help="only this game's entries")
+@click.option("--last", default=50, help="how many entries (newest last)")
+@pass_env
+def audit_log(env: Env, name, last):
+    """The audit log: who did what, when."""
+    from pbm_server.models import AuditEntry
+
+    with env.db.read() as s:
+        q = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(last)
+        if name:
+            g = find_game(s, name)
+            if g is None:
+                fail(f"no game named {name}")
+            q = q.where(AuditEntry.game_id == g.id)
+        for e in reversed(s.scalars(q).all()):
+            click.echo(f"{e.at:%Y-%m-%d %H:%M:%S} {e.actor:16} {e.action:14} {e.detail}")
+
+
 @main.group()
 def turn():
     """Turn processing."""
@@ -294,6 +416,21 @@ def turn_run(env: Env, name, expected):
             fail(str(exc))
         click.echo(f"{g.name}: {rules.turn_name} {turn_no} processed; {len(outcome.notices)} notice(s) queued"
                    + ("; the game is finished" if g.status == "finished" else ""))
+
+
+@turn.command("rollback")
+@click.argument("name")
+@click.argument("turn_no", type=int)
+@pass_env
+def turn_rollback(env: Env, name, turn_no):
+    """Return the game to the state before turn TURN_NO was processed (orders kept; players told)."""
+    from pbm_server.gameplay import rollback
+
+    def op(s, g, m, now):
+        rollback(s, g, m, turn_no, now, "cli")
+        return f"{g.name} is back before {get_rules(g.kind).turn_name} {turn_no}; the players are told"
+
+    click.echo(_desk(env, name, op))
 
 
 @main.group()
@@ -329,6 +466,32 @@ def mail_inject(env: Env, mail_from, rcpts):
         click.echo(f"pbm: could not store the message: {exc}", err=True)
         sys.exit(75)  # EX_TEMPFAIL: the MTA tries again
     click.echo(f"stored as {inbox_id}")
+
+
+@mail.command("send")
+@click.option("--from", "frm", required=True, help="your address")
+@click.option("--to", "to", required=True, help="e.g. pbm@pbm.localhost or GAME@pbm.localhost")
+@click.option("--subject", default="commands")
+@click.option("--server", default=None, help="host:port of the listener (default PBM_LISTEN)")
+@click.argument("lines", nargs=-1, required=True)
+@pass_env
+def mail_send(env: Env, frm, to, subject, server, lines):
+    """Send a command mail to a pbm listener over SMTP (one LINE per command)."""
+    import smtplib
+    from email.message import EmailMessage
+    from email.utils import make_msgid
+
+    host, _, port = (server or env.settings.listen).rpartition(":")
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = frm, to, subject
+    msg["Message-ID"] = make_msgid()
+    msg.set_content("\n".join(lines) + "\n")
+    try:
+        with smtplib.SMTP(host.strip("[]"), int(port), timeout=30) as smtp:
+            smtp.send_message(msg)
+    except (OSError, smtplib.SMTPException) as exc:
+        fail(f"could not send: {exc}")
+    click.echo(f"sent {msg['Message-ID']} to {to}")
 
 
 @mail.command("status")

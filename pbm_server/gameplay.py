@@ -15,8 +15,9 @@ import json
 import random
 import re
 import secrets
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -47,6 +48,59 @@ def seed_hash(seed_hex: str) -> str:
 
 def rng_from_seed(seed_hex: str) -> random.Random:
     return random.Random(int.from_bytes(bytes.fromhex(seed_hex), "big"))
+
+
+def turn_rng(game: Game) -> random.Random:
+    """The open turn's random stream, where the last mail or run left it.
+
+    Every random draw of a turn -- the dice of the mails that arrive during
+    it and those of the turn run itself -- comes, in order, from one
+    generator seeded with the turn seed; so once the seed is revealed anyone
+    can replay every draw of the turn (docs/randomness.md)."""
+    rng = rng_from_seed(game.turn_seed)
+    if game.rng_state:
+        version, internal, gauss = game.rng_state
+        rng.setstate((version, tuple(internal), gauss))
+    return rng
+
+
+def keep_rng(game: Game, rng: random.Random) -> None:
+    version, internal, gauss = rng.getstate()
+    stored = [version, list(internal), gauss]
+    if stored != game.rng_state:
+        game.rng_state = stored
+
+
+# -- time zones, vacations ---------------------------------------------------------
+def zone(name: str | None) -> ZoneInfo:
+    try:
+        return ZoneInfo(name) if name else ZoneInfo("UTC")
+    except Exception:
+        return ZoneInfo("UTC")
+
+
+def show_time(moment: datetime | None, tz: str | None = None) -> str:
+    """A deadline for a mail: UTC, and the reader's own time zone if set."""
+    if moment is None:
+        return "none"
+    text = moment.astimezone(timezone.utc).strftime("%a %Y-%m-%d %H:%M UTC")
+    if tz and tz.upper() != "UTC":
+        text += moment.astimezone(zone(tz)).strftime(f" (%a %Y-%m-%d %H:%M {tz})")
+    return text
+
+
+def is_absent(acc: Account, moment: datetime) -> bool:
+    return bool(acc.absent_from and acc.absent_to and acc.absent_from <= moment < acc.absent_to)
+
+
+def absent_handles(session: Session, handles: list[str], moment: datetime) -> frozenset[str]:
+    """The handles (as given) whose account is on vacation at ``moment``."""
+    out = set()
+    for h in handles:
+        acc = account_by_handle(session, h)
+        if acc is not None and is_absent(acc, moment):
+            out.add(h)
+    return frozenset(out)
 
 
 # -- small helpers ---------------------------------------------------------------
@@ -180,10 +234,13 @@ class Mailer:
         now: datetime,
         *,
         inbound_id: int | None = None,
-        footer: str = "",
+        footer: str | Callable[[Account], str] = "",
         secrets_: set[str] = frozenset(),
         skip: set[str] = frozenset(),
     ) -> list[tuple[Account, Rendered, str]]:
+        """``footer``: text added to every mail, or a function of the
+        recipient's account giving it (e.g. the deadline in their time zone).
+        Returns (account, body without a per-recipient footer, kind)."""
         sent = []
         for notice in notices:
             for acc in self.recipients(session, rules, game.state, notice.to):
@@ -195,8 +252,12 @@ class Mailer:
                     body = self.composer.render(notice.template, data, game.kind)
                 else:
                     body = Rendered(notice.text)
-                if footer:
-                    body = Rendered(body.text + "\n\n" + footer, body.html)
+                kept = body
+                extra = footer(acc) if callable(footer) else footer
+                if extra:
+                    body = Rendered(body.text + "\n\n" + extra, body.html)
+                    if not callable(footer):
+                        kept = body
                 mid, raw = self.composer.message(
                     to_addr=acc.email,
                     to_name=acc.handle,
@@ -208,7 +269,7 @@ class Mailer:
                     secrets=set(secrets_),
                 )
                 enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report" if notice.kind == "report" else "notice", now=now, inbound_id=inbound_id, game_id=game.id)
-                sent.append((acc, body, notice.kind))
+                sent.append((acc, kept, notice.kind))
         return sent
 
 
@@ -270,9 +331,23 @@ def run_turn(
     if expected_turn is not None and expected_turn != game.turn:
         raise DeskError(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
     turn, seed = game.turn, game.turn_seed
-    session.add(Snapshot(game_id=game.id, turn=turn, phase="before", version=game.version, state=game.state, created_at=now))
+    session.add(
+        Snapshot(
+            game_id=game.id, turn=turn, phase="before", version=game.version, state=game.state, created_at=now,
+            rng={"seed": seed, "state": game.rng_state},
+        )
+    )
     state = json.loads(json.dumps(game.state))
-    ctx = Context(now=now, rng=rng_from_seed(seed), turn=turn, game_name=game.name)
+    try:
+        players = list(rules.players(state))
+        waiting = list(rules.waiting_for(state))
+    except Exception:
+        players, waiting = [], []
+    absent = absent_handles(session, players, now)
+    absent_keys = {h.lower() for h in absent}
+    no_orders = [h for h in waiting if h.lower() not in absent_keys]
+    rng = turn_rng(game)
+    ctx = Context(now=now, rng=rng, turn=turn, game_name=game.name, absent=absent)
     try:
         outcome = rules.run_turn(state, ctx)
     except GameError as exc:
@@ -282,18 +357,107 @@ def run_turn(
     if outcome.turn_done:
         game.turn += 1
         game.turn_seed = new_seed()
+        game.rng_state = None
         revealed = seed
+    else:
+        keep_rng(game, rng)
     record_outcome(session, game, outcome, now, actor)
     if game.deadline and game.status != "finished":
-        set_deadline(game, game.deadline, now)
-    sent = mailer.send_notices(session, game, rules, outcome.notices, now, footer=seed_footer(game, revealed))
-    report = next((body.text for _, body, kind in sent if kind == "report"), None)
-    if report is None and outcome.notices:
-        n = outcome.notices[0]
-        report = n.text or None
-    session.add(Snapshot(game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed, report=report, created_at=now))
-    audit(session, now, actor, "turn run", f"{game.name} {rules.turn_name} {turn}", game)
+        # the deadline of this turn is used up, also when the turn ran early
+        set_deadline(game, game.deadline, max(now, game.next_deadline or now))
+    common = []
+    if outcome.turn_done and no_orders:
+        common.append(f"No orders for {rules.turn_name} {turn} from: {', '.join(sorted(no_orders, key=str.lower))}")
+    if outcome.turn_done and absent:
+        common.append(f"On vacation (kept out of the no-order rules): {', '.join(sorted(absent, key=str.lower))}")
+    common.append(seed_footer(game, revealed))
+    common_text = "\n".join(common)
+
+    def footer(acc: Account) -> str:
+        if game.next_deadline is None:
+            return common_text
+        return common_text + f"\nNext deadline: {show_time(game.next_deadline, acc.timezone)}"
+
+    sent = mailer.send_notices(session, game, rules, outcome.notices, now, footer=footer)
+    reports: dict[str, str] = {}
+    for acc, body, kind in sent:
+        if kind == "report":
+            text = body.text + "\n\n" + common_text
+            reports[acc.handle_key] = reports[acc.handle_key] + "\n\n" + text if acc.handle_key in reports else text
+    copies = set(reports.values())
+    if len(copies) == 1:
+        report = copies.pop()  # everybody got the same: it is public
+    elif not reports and outcome.notices and outcome.notices[0].text:
+        report = outcome.notices[0].text + "\n\n" + common_text
+    else:
+        report = None
+    session.add(
+        Snapshot(
+            game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed,
+            report=report, reports=reports or None, created_at=now,
+        )
+    )
+    detail = f"{game.name} {rules.turn_name} {turn}" + ("" if outcome.turn_done else " (the turn stays open)")
+    if no_orders and outcome.turn_done:
+        detail += f"; no orders from {', '.join(no_orders)}"
+    audit(session, now, actor, "turn run", detail, game)
     return outcome
+
+
+def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datetime, actor: str) -> Snapshot:
+    """Put the game back as it was just before ``turn`` was processed: its
+    state, turn number, turn seed and random stream; orders held in the game
+    state are kept.  The players are told.  Returns the snapshot restored."""
+    rules = get_rules(game.kind)
+    if not rules.has_turns:
+        raise DeskError(f"{rules.title} has no turns to roll back")
+    # a rollback to turn R makes the snapshots of turns >= R taken before it history
+    cut = session.scalar(
+        select(func.max(Snapshot.id)).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.turn <= turn)
+    ) or 0
+    snap = session.scalar(
+        select(Snapshot)
+        .where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "before", Snapshot.id > cut)
+        .order_by(Snapshot.id.desc())
+        .limit(1)
+    )
+    ran = snap is not None and session.scalar(
+        select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "after", Snapshot.id > snap.id).limit(1)
+    ) is not None
+    if turn > game.turn or not ran:
+        raise DeskError(
+            f"{game.name} has no processed {rules.turn_name} {turn} to roll back "
+            f"(now open: {rules.turn_name} {game.turn}); nothing was changed"
+        )
+    current = game.turn
+    game.state = json.loads(json.dumps(snap.state))
+    game.version += 1
+    game.updated_at = now
+    game.turn = turn
+    game.turn_seed = (snap.rng or {}).get("seed") or game.turn_seed
+    game.rng_state = (snap.rng or {}).get("state")
+    game.early_version = None
+    if game.status == "finished":
+        game.status = "running"
+    if game.deadline:
+        set_deadline(game, game.deadline, now)
+    session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now))
+    audit(session, now, actor, "turn rollback", f"{game.name} back to before {rules.turn_name} {turn} (was at {current})", game)
+    text = (
+        f"The game master has rolled {game.name} back to the moment before {rules.turn_name} {turn} was processed. "
+        f"The orders held for {rules.turn_name} {turn} are kept; you may change them until the turn runs again.\n\n"
+        f"The seed of {rules.turn_name} {turn} stays the one whose SHA-256 was published before it: "
+        f"{seed_hash(game.turn_seed)}, so running the turn again draws the same random numbers."
+    )
+
+    def footer(acc: Account) -> str:
+        return f"Next deadline: {show_time(game.next_deadline, acc.timezone)}" if game.next_deadline else ""
+
+    mailer.send_notices(
+        session, game, rules, [Notice(to=[ALL_PLAYERS], subject=f"{game.name}: {rules.turn_name} {turn} rolled back", text=text)],
+        now, footer=footer,
+    )
+    return snap
 
 
 def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
@@ -310,7 +474,10 @@ def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
 
 def apply_commands(session: Session, game: Game, rules: Rules, commands, ctx: Context, inbound_id: int | None) -> Outcome:
     state = json.loads(json.dumps(game.state))
+    # the dice come from the turn's stream, whatever generator the caller made
+    ctx.rng = turn_rng(game)
     outcome = rules.apply(state, commands, ctx)
+    keep_rng(game, ctx.rng)
     _save(game, outcome.state, ctx.now)
     actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"
     record_outcome(session, game, outcome, ctx.now, "gm" if ctx.actor and ctx.actor.is_gm else actor, inbound_id)

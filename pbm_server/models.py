@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -81,6 +82,19 @@ class Game(Base):
     turn_seed: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    #: run the turn as soon as every active player (not on vacation) has sent orders
+    early: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: after the deadline, wait up to this long for missing orders
+    grace_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    #: remind players without orders this long before the deadline (0: never)
+    remind_minutes: Mapped[int] = mapped_column(Integer, default=1440)
+    #: the deadline the reminders were sent for (sent once per deadline)
+    reminded_for: Mapped[datetime | None]
+    #: game.version when the turn was last run early (no retry until the state changes)
+    early_version: Mapped[int | None] = mapped_column(Integer)
+    #: position of the open turn's random stream (random.Random.getstate());
+    #: None: the stream starts at the turn seed
+    rng_state: Mapped[list | None] = mapped_column(JSON)
 
 
 class Membership(Base):
@@ -151,6 +165,10 @@ class Snapshot(Base):
     #: the report of the turn as mailed (plain text), for `history`
     report: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
+    #: ("before" only, never shown) {"seed": hex, "state": random stream position}
+    rng: Mapped[dict | None] = mapped_column(JSON)
+    #: ("after") lower-cased handle -> the report that player got
+    reports: Mapped[dict | None] = mapped_column(JSON)
 
 
 class OutboundMail(Base):

@@ -265,6 +265,8 @@ class Worker:
                 "Your mail held no commands. Mail \"help\" to " + self.settings.server_address + " for the list of commands."
             )
         reply.results.sort(key=lambda r: r.line.number)
+        if self.settings.failpoint and mail.subject == self.settings.failpoint:
+            raise RuntimeError(f"failpoint {self.settings.failpoint!r} reached")
         row.status = "done"
         self._send_reply(s, row, prep, reply, reply_from, now)
 

@@ -7,6 +7,14 @@ SQLite BEGIN IMMEDIATE and on PostgreSQL an advisory lock make two schedulers
 (two ``pbm serve`` processes) take turns, so the second one finds the deadline
 moved on and does nothing.  A deadline missed while the server was down is run
 once at start; the next deadline is computed from the time of the run.
+
+Early processing (``early``): a turn runs before its deadline once every
+active player not on vacation has sent orders; the deadline it replaces is
+used up, so the next one is the one after it.  A grace period (``grace``)
+holds a passed deadline open until the missing orders are in or the grace
+ends.  Reminders go once per deadline (``reminded_for``, written in the same
+transaction as the reminder mails) to players who owe orders, ``remind``
+before the deadline.
 """
 
 from __future__ import annotations
@@ -14,14 +22,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from games import get_rules
+from games.base import Notice
 from pbm_server import clock
 from pbm_server.db import LOCK_SCHEDULER, Database
-from pbm_server.gameplay import DeskError, Mailer, run_turn, tick
-from pbm_server.models import Game
+from pbm_server.gameplay import DeskError, Mailer, absent_handles, account_by_handle, audit, run_turn, show_time, tick
+from pbm_server.models import Game, Order
 
 log = logging.getLogger(__name__)
 
@@ -35,30 +45,113 @@ class Scheduler:
         self._stop = threading.Event()
         self._last_tick = 0.0
 
-    def due_games(self) -> list[int]:
-        now = clock.now()
+    def candidates(self) -> list[int]:
+        """Running games with a deadline: the ones a pass looks at."""
         with self.db.read() as s:
             return list(
                 s.scalars(
-                    select(Game.id).where(Game.status == "running", Game.next_deadline.is_not(None), Game.next_deadline <= now).order_by(Game.next_deadline)
+                    select(Game.id).where(Game.status == "running", Game.next_deadline.is_not(None)).order_by(Game.next_deadline)
                 ).all()
             )
 
+    @staticmethod
+    def missing(s, game: Game, moment) -> tuple[list[str], list[str], frozenset[str]]:
+        """(players, players who owe orders and are not on vacation, absent)."""
+        rules = get_rules(game.kind)
+        players = list(rules.players(game.state))
+        absent = absent_handles(s, players, moment)
+        keys = {h.lower() for h in absent}
+        return players, [h for h in rules.waiting_for(game.state) if h.lower() not in keys], absent
+
+    def why_run(self, s, game: Game, now) -> str | None:
+        """"deadline", "early" or None (not now)."""
+        if game.status != "running" or game.next_deadline is None:
+            return None
+        rules = get_rules(game.kind)
+        if not rules.has_turns:
+            return None
+        if game.next_deadline <= now:
+            if game.grace_minutes and now < game.next_deadline + timedelta(minutes=game.grace_minutes):
+                players, owing, _ = self.missing(s, game, game.next_deadline)
+                return "deadline" if players and not owing else None  # in grace: early once all are in
+            return "deadline"
+        if game.early and game.version != game.early_version:
+            players, owing, _ = self.missing(s, game, game.next_deadline)
+            if players and not owing:
+                ordered = s.scalar(select(func.count()).select_from(Order).where(Order.game_id == game.id, Order.turn == game.turn))
+                if ordered:
+                    return "early"
+        return None
+
     def run_due(self) -> int:
         ran = 0
-        for game_id in self.due_games():
+        now = clock.now()
+        with self.db.read() as s:
+            due = [g.id for g in s.scalars(select(Game).where(Game.id.in_(self.candidates()))).all() if self.why_run(s, g, now)]
+        for game_id in due:
             with self.db.write(lock=LOCK_SCHEDULER) as s:
                 game = s.get(Game, game_id)
                 now = clock.now()
-                if game is None or game.status != "running" or game.next_deadline is None or game.next_deadline > now:
-                    continue  # someone else ran it
+                if game is None:
+                    continue
+                why = self.why_run(s, game, now)  # again, under the lock: someone else may have run it
+                if why is None:
+                    continue
                 try:
-                    run_turn(s, game, self.mailer, now, actor="scheduler", expected_turn=game.turn)
+                    run_turn(s, game, self.mailer, now, actor="scheduler" if why == "deadline" else "scheduler (early)", expected_turn=game.turn)
+                    if why == "early":
+                        game.early_version = game.version
                 except DeskError as exc:
                     log.warning("turn of %s not run: %s", game.name, exc)
                     game.next_deadline = None
                 ran += 1
         return ran
+
+    def run_reminders(self) -> int:
+        sent = 0
+        now = clock.now()
+
+        def window(g: Game) -> bool:
+            return (
+                g.status == "running" and g.next_deadline is not None and g.remind_minutes > 0
+                and g.reminded_for != g.next_deadline
+                and g.next_deadline - timedelta(minutes=g.remind_minutes) <= now < g.next_deadline
+            )
+
+        with self.db.read() as s:
+            ids = [g.id for g in s.scalars(select(Game).where(Game.id.in_(self.candidates()))).all() if window(g)]
+        for game_id in ids:
+            with self.db.write(lock=LOCK_SCHEDULER) as s:
+                game = s.get(Game, game_id)
+                now = clock.now()
+                if game is None or not window(game):
+                    continue  # another scheduler sent them
+                rules = get_rules(game.kind)
+                if not rules.has_turns:
+                    game.reminded_for = game.next_deadline
+                    continue
+                _, owing, _ = self.missing(s, game, game.next_deadline)
+                for handle in owing:
+                    acc = account_by_handle(s, handle)
+                    if acc is None:
+                        continue
+                    notice = Notice(
+                        to=[acc.handle],
+                        subject=f"{game.name}: reminder, no orders for {rules.turn_name} {game.turn} yet",
+                        template="server/reminder.txt",
+                        data={
+                            "game": game.name,
+                            "address": f"{game.name}@{self.settings.domain}",
+                            "turn_name": rules.turn_name,
+                            "turn": game.turn,
+                            "deadline": show_time(game.next_deadline, acc.timezone),
+                            "grace": game.grace_minutes,
+                        },
+                    )
+                    sent += len(self.mailer.send_notices(s, game, rules, [notice], now))
+                game.reminded_for = game.next_deadline
+                audit(s, now, "scheduler", "reminders", f"{game.name} {rules.turn_name} {game.turn}: " + (", ".join(owing) or "nobody owes orders"), game)
+        return sent
 
     def run_ticks(self) -> int:
         done = 0
@@ -79,6 +172,7 @@ class Scheduler:
 
     def run_once(self) -> int:
         n = self.run_due()
+        n += self.run_reminders()
         if time.monotonic() - self._last_tick >= self.settings.tick_seconds:
             self._last_tick = time.monotonic()
             try:

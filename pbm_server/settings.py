@@ -37,6 +37,9 @@ class Settings:
     poll_seconds: float = 0.5
     #: how often the scheduler calls each game's tick()
     tick_seconds: float = 60.0
+    #: rehearsal aid: a mail whose Subject is exactly this makes the worker fail
+    #: inside its transaction (to see the shunt and the GM notice work); empty: off
+    failpoint: str = ""
 
     @property
     def listen_host(self) -> str:

@@ -10,6 +10,9 @@ def pbm(tmp_path):
     try:
         server.start()
         yield server
+        server.stop()
+        leaks = server.leaked_secrets()
+        assert not leaks, f"passwords appear in mails the server sent: {leaks}"
     finally:
         server.close()
 
@@ -20,5 +23,8 @@ def pbm_stopped(tmp_path):
     server = PbmServer(tmp_path)
     try:
         yield server
+        server.stop()
+        leaks = server.leaked_secrets()
+        assert not leaks, f"passwords appear in mails the server sent: {leaks}"
     finally:
         server.close()

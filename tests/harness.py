@@ -7,6 +7,7 @@ from the real Alembic migrations."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import smtplib
 import socket
@@ -100,6 +101,8 @@ class PbmServer:
         )
         self.env.update(extra_env or {})
         self.proc: subprocess.Popen | None = None
+        #: every password a test used; no mail the server sends may contain one
+        self.secrets: set[str] = set()
         self._engine = create_engine(self.db_url.replace("postgresql://", "postgresql+psycopg://"))
 
     # -- database -------------------------------------------------------------
@@ -155,6 +158,22 @@ class PbmServer:
                 self.proc.wait()
         self.proc = None
 
+    def leaked_secrets(self) -> list[tuple[str, str]]:
+        """(secret, Message-ID) for every sent mail that contains a password
+        in any header or decoded part."""
+        leaks = []
+        for _, msg in self.sink.all():
+            texts = [str(v) for v in msg.values()]
+            for part in msg.walk():
+                if part.get_content_maintype() == "text":
+                    try:
+                        texts.append(part.get_content())
+                    except Exception:
+                        texts.append(str(part.get_payload(decode=True)))
+            blob = "\n".join(texts)
+            leaks += [(sec, msg["Message-ID"]) for sec in self.secrets if len(sec) >= 6 and sec in blob]
+        return leaks
+
     def close(self):
         self.stop()
         self.sink.stop()
@@ -207,6 +226,11 @@ class PbmServer:
         return msg
 
     def send_message(self, msg: EmailMessage, mail_from: str | None = None, rcpts: list[str] | None = None):
+        try:
+            body = msg.get_body(preferencelist=("plain", "html"))
+            self.secrets.update(p for p in re.findall(r"\$\$(.+?)\$\$", body.get_content() if body else "") if len(p) >= 6)
+        except Exception:
+            pass
         with smtplib.SMTP("127.0.0.1", self.port, timeout=30) as smtp:
             smtp.send_message(msg, from_addr=mail_from if mail_from is not None else msg["From"], to_addrs=rcpts or [msg["To"]])
         return msg["Message-ID"]
@@ -229,6 +253,7 @@ class PbmServer:
 
     def register(self, handle: str, password: str, email: str | None = None) -> str:
         email = email or f"{handle}@example.org"
+        self.secrets.add(password)
         reply = self.mail(email, "pbm", f"register {handle} {password}", subject="register")
         assert "registered as" in self.text(reply), self.text(reply)
         return email
@@ -267,9 +292,9 @@ class PbmServer:
     @staticmethod
     def text(msg: EmailMessage) -> str:
         part = msg.get_body(preferencelist=("plain",))
-        return part.get_content() if part is not None else ""
+        return part.get_content().replace("\r\n", "\n") if part is not None else ""
 
     @staticmethod
     def html(msg: EmailMessage) -> str | None:
         part = msg.get_body(preferencelist=("html",))
-        return part.get_content() if part is not None else None
+        return part.get_content().replace("\r\n", "\n") if part is not None else None

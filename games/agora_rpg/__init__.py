@@ -16,6 +16,7 @@ syntax in :mod:`.parsing`; see docs/games/agora_rpg.md.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +118,9 @@ class AgoraRules(Rules):
             world = World.from_state(data)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
             raise GameError(f"not an {self.kind} state: {exc!r}") from exc
+        problems = world.problems()
+        if problems:
+            raise GameError("not a valid agora_rpg state: " + "; ".join(problems))
         return world.to_state()
 
     def export_state(self, state: State) -> dict[str, Any]:
@@ -235,6 +239,7 @@ class AgoraRules(Rules):
             "week": week,
             "date": ctx.now.strftime("%Y-%m-%d %H:%M UTC"),
             "roster": world.roster(),
+            "departed": world.departures(),
             "rolls": rolls,
             "award": award_lines,
             "tick": tick_lines,
@@ -285,14 +290,16 @@ class AgoraRules(Rules):
             Section(title=f"Characters (week {world.week})", text=world.roster()),
             Section(title="Rolls this week", text=rolls),
             Section(title="Gold exchanged this week", text=pending),
+            Section(title="Former characters", text="\n".join(world.departures()) or "(none)"),
         ]
 
     def help_text(self) -> str:
         return "\n".join(
             [
-                self.summary,
+                textwrap.fill(self.summary, 72),
                 "",
-                "Player commands (to the game's address, with $$password$$):",
+                "Player commands, mailed to the game's address with your password",
+                "wrapped in double dollar signs:",
                 "  JOIN                      become a character (Town Square, 5 tokens)",
                 "  MOVE <from> -> <to>       e.g. MOVE Town Square -> Dungeon Level 1",
                 "  EXPLORE                   look around your dungeon level (a move)",
@@ -301,9 +308,12 @@ class AgoraRules(Rules):
                 "  HEAL                      at the Healer, for 2 gold per level",
                 "  EXCHANGE <n> GOLD         at the Gold Exchanger: points at week's end",
                 "  TRANSFER <qty> <currency> [<N>] TO <name>",
-                "                            e.g. TRANSFER 2 GOLD TO bob, TRANSFER 1 ARMOR 2 TO bob",
+                "                            e.g. TRANSFER 1 ARMOR 2 TO bob",
                 "  LEAVE                     stop being a character",
-                "Game Master: " + GM_SYNTAX,
+                "",
+                "Game Master (from the GM address): GM NPC <name>, GM REMOVE <name>,",
+                "  GM AS <npc> TRANSFER ..., GM SET <name> <attribute> = <value>,",
+                "  GM FIGHT <name> WON|LOST [DAMAGE <n>], GM LIST <mailing list>",
             ]
         )
 

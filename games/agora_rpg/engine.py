@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from games.agora_rpg.model import (
-    BASE_MONSTER_HEALTH,
     FIXED_PLACES,
     GOLD,
     GOLD_EXCHANGER,
@@ -227,7 +226,7 @@ def explore_encounter(world: World, c: Character, n: int, dice: Dice) -> str:
         return head + f"{c.name} meets {c.monster}; ATTACK or FLEE (rule 33)"
     cur = Currency(kind, level)
     c.holdings.add(cur, 1)
-    return head + f"{c.name} finds a {cur} (now holds {c.holdings.count(cur)})"
+    return head + f"{c.name} finds {cur.one()} (now holds {c.holdings.count(cur)})"
 
 
 def _places(world: World) -> str:
@@ -541,7 +540,6 @@ def _int_value(value: str, lowest: int, what: str) -> int:
 
 
 __all__ = [
-    "BASE_MONSTER_HEALTH",
     "Dice",
     "ENCOUNTERS",
     "Refused",

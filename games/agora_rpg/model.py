@@ -82,6 +82,10 @@ class Currency:
             return "gold"
         return f"{self.kind} level {self.level}"
 
+    def one(self) -> str:
+        """"a weapon level 2", "armor level 1", "a health potion level 3"."""
+        return str(self) if self.kind in ("gold", "armor") else f"a {self}"
+
     def amount(self, qty: int) -> str:
         """"3 gold", "1 weapon level 2", "2 health potions level 1"."""
         if self.kind == "gold":
@@ -418,12 +422,45 @@ class World:
         npc = self.npc(t)
         return npc.name if npc else None
 
+    def problems(self) -> list[str]:
+        """What makes this world impossible under the rules (for imports)."""
+        out = []
+        if self.options.get("combat", "house") not in ("house", "gm"):
+            out.append("option combat must be house or gm")
+        if self.options.get("token_cap", "factor") not in ("factor", "double"):
+            out.append("option token_cap must be factor or double")
+        budget = self.options.get("points_budget")
+        if budget is not None and (not isinstance(budget, int) or budget < 0):
+            out.append("option points_budget must be a whole number or null")
+        for handle, c in self.characters.items():
+            if handle != c.name:
+                out.append(f"character {handle} is filed under another name ({c.name})")
+            if self.resolve_location(c.location) != c.location:
+                out.append(f"{handle}: unknown location {c.location!r}")
+            if c.level < 1:
+                out.append(f"{handle}: level must be at least 1")
+            for attr in ("experience", "health", "max_health", "vitality", "max_vitality", "tokens"):
+                if getattr(c, attr) < 0:
+                    out.append(f"{handle}: {attr} must not be negative")
+            if c.health > c.max_health or c.vitality > c.max_vitality:
+                out.append(f"{handle}: health and vitality must not exceed their maxima")
+            if c.health == 0:
+                out.append(f"{handle}: health 0 means death, which resets the character")
+        for name, npc in self.npcs.items():
+            if name != npc.name or name in self.characters:
+                out.append(f"non-player character {name} clashes with another name")
+        return out
+
     # -- printing -----------------------------------------------------------
     def roster(self) -> str:
         """Every tracked attribute of every character."""
         blocks = [c.sheet(self.points.get(h, 0)) for h, c in sorted(self.characters.items())]
         blocks += [n.sheet() for _, n in sorted(self.npcs.items(), key=lambda kv: kv[0].lower())]
         return "\n\n".join(blocks) if blocks else "(no characters yet)"
+
+    def departures(self) -> list[str]:
+        """Who left when: joining again within 7 days gives no tokens (rule 39)."""
+        return [f"{h} left on {t[:16].replace('T', ' ')} UTC" for h, t in sorted(self.departed.items())]
 
     def __str__(self) -> str:
         return self.roster()

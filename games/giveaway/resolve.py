@@ -32,18 +32,16 @@ class PlayerRound:
     share: int = 0  # points from split unordered holdings (option no_order=split)
     bonus: int = 0  # ring bonuses
     forfeited: int = 0  # own points lost for want of an order
+    got: int = 0  # gifts received plus share
+    score: int = 0  # the ruling: points received including ring bonuses
 
-    @property
-    def got(self) -> int:
-        return sum(n for _, n in self.received) + self.share
-
-    @property
-    def score(self) -> int:
-        """Rule 4 / ruling: points received including ring bonuses."""
-        return self.got + self.bonus
+    def total(self) -> None:
+        self.got = sum(n for _, n in self.received) + self.share
+        self.score = self.got + self.bonus
 
     @property
     def next_holding(self) -> int:
+        """Rule 4: the score plus three."""
         return self.score + ROUND_BONUS
 
 
@@ -94,6 +92,7 @@ def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundR
     analysis = find_rings(out, tangle_loops)
     for i, bonus in enumerate(analysis.bonuses(len(active))):
         rows[i].bonus = bonus
+        rows[i].total()
 
     result = RoundResult(game.round, rows, analysis)
     _decide_end(result, game.round_limit)
@@ -130,12 +129,12 @@ def _decide_end(result: RoundResult, round_limit: int) -> None:
         if best is not None:
             result.winner = best[1]
             result.notes.append(
-                f"The round limit of {round_limit} rounds is reached: {best[1]} wins with {best[0]} points, "
+                f"The round limit ({round_limit}) is reached: {best[1]} wins with {best[0]} points, "
                 "the highest score nobody else has."
             )
         else:
             result.notes.append(
-                f"The round limit of {round_limit} rounds is reached and every score is tied with another: "
+                f"The round limit ({round_limit}) is reached and every score is tied with another: "
                 "the game ends without a winner."
             )
 
@@ -146,11 +145,10 @@ def advance(game: Game, result: RoundResult) -> Game:
     players = []
     for p in game.players:
         r = rows.get(p.key)
-        if r is not None:
-            p = replace(p, score=r.score, holding=r.next_holding)
+        if r is None:
+            players.append(Player(p.handle, p.holding, p.active, p.score, p.left_round))
         else:
-            p = replace(p)
-        players.append(p)
+            players.append(Player(p.handle, r.next_holding, p.active, r.score, p.left_round))
     return replace(
         game,
         players=players,

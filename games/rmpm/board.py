@@ -24,13 +24,21 @@ Field = tuple[int, int]
 _FIELD_RE = re.compile(r"^(\d{1,2})-(\d{1,2})$")
 
 
+_NAMES = {(r, c): f"{r:02d}-{c:02d}" for r in range(1, SIZE + 1) for c in range(1, SIZE + 1)}
+_FIELDS = {name: f for f, name in _NAMES.items()}
+
+
 def fmt(f: Field) -> str:
-    return f"{f[0]:02d}-{f[1]:02d}"
+    name = _NAMES.get(f)
+    return name if name is not None else f"{f[0]:02d}-{f[1]:02d}"
 
 
 def parse_field(text: str, on_board: bool = True) -> Field | None:
     """``"16-4"`` or ``"16-04"`` -> (16, 4); None if malformed (or off the
     board when ``on_board``)."""
+    f = _FIELDS.get(text)
+    if f is not None:
+        return f
     m = _FIELD_RE.match(text.strip())
     if not m:
         return None

@@ -377,6 +377,7 @@ def place(game: Game, p: Player) -> str | None:
         return why
     p.chips = list(p.start)
     p.start = None
+    game.placed_now()
     for f in p.chips:
         game.place_chip(p.handle, f)
     p.an = 1

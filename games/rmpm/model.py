@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field as dfield
 
 from games.rmpm.board import PARKING, Board, Field, fmt, parse_field, is_edge, SIZE
@@ -90,6 +89,7 @@ class Game:
             if pl.chips:
                 for c in pl.chips:
                     self.occ.setdefault(c, []).append(handle)
+        self._active: list[Player] | None = None
         self.by_abbr = {p.abbr: p for p in self.players.values()}
         self.by_number = {p.number: p for p in self.players.values()}
 
@@ -105,14 +105,21 @@ class Game:
             "businesses": {fmt(f): t for f, t in sorted(self.businesses.items())},
             "players": {h: p.to_state() for h, p in self.players.items()},
             "orders": {h: list(v) for h, v in self.orders.items()},
-            "last": copy.deepcopy(self.last),
+            "last": self.last,  # built fresh by each update, never shared
         }
         st.update(self.board.to_state())
         return st
 
     # -- players ------------------------------------------------------------
     def active(self) -> list[Player]:
-        return [p for p in self.players.values() if p.placed]
+        """Players on the board, in join order (cached; chips only ever go
+        from None to placed through :meth:`placed_now`)."""
+        if self._active is None:
+            self._active = [p for p in self.players.values() if p.placed]
+        return self._active
+
+    def placed_now(self) -> None:
+        self._active = None
 
     def pending(self) -> list[Player]:
         return [p for p in self.players.values() if not p.placed]
@@ -125,12 +132,14 @@ class Game:
         return sorted(self.active(), key=lambda p: (-p.pn, p.number))
 
     def add_player(self, p: Player) -> None:
+        self._active = None
         self.players[p.handle] = p
         self.by_abbr[p.abbr] = p
         self.by_number[p.number] = p
 
     def remove_player(self, handle: str) -> Player:
         p = self.players.pop(handle)
+        self._active = None
         self.by_abbr.pop(p.abbr, None)
         self.by_number.pop(p.number, None)
         if p.chips:

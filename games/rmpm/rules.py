@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from games.base import ALL_PLAYERS, Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State
@@ -171,11 +172,13 @@ class RmpmRules(Rules):
             out.joined.append(handle)
             verb = "you join"
         pn = sum(game.board.number(f) for f in fields)
-        msg = (f"accepted: {verb} as {abbr} ({alias}), player #{me.number:02d}; your chips are placed on "
-               f"{fmt(fields[0])} and {fmt(fields[1])} at the update of week {game.week}, after the moves "
-               f"of the players already in the game (as the board stands now: AN 1, PN {pn}, "
-               f"capital {game.start_capital} WCU)")
-        return None, msg
+        out.sections.append(Section(title="Joining", text=_wrap(
+            f"You are player #{me.number:02d}, {abbr} ({alias}). Your chips are placed on "
+            f"{fmt(fields[0])} and {fmt(fields[1])} at the update of week {game.week}, after the moves "
+            f"of the players already in the game, in the order the players joined. As the board "
+            f"stands now you would start with AN 1, PN {pn} and {game.start_capital} WCU. "
+            "Placing the chips is your move for that week; send orders after the report.")))
+        return None, f"accepted: {verb} as {abbr} ({alias}), player #{me.number:02d}"
 
     # -- orders -------------------------------------------------------------
     def _orders(self, game: Game, handle: str, commands: list[Command], idx: list[int],
@@ -221,8 +224,8 @@ class RmpmRules(Rules):
                     else "you have no orders for this week yet")
             out.sections.append(Section(
                 title="Orders not changed",
-                text=f"Because a line of this mail was refused, none of its orders were taken: {keep}. "
-                     "Send the whole corrected order set again.",
+                text=_wrap(f"Because a line of this mail was refused, none of its orders were taken: "
+                           f"{keep}. Send the whole corrected order set again."),
             ))
             out.orders[handle] = list(previous or [])
             if previous:
@@ -262,12 +265,12 @@ class RmpmRules(Rules):
             if c.name == "buy" and not notes:
                 notes = ["no encounter on the current board"]
             text = "; ".join(notes) if notes else "nothing to do"
-            lines.append(f"  {c.text}: {text}")
+            lines.append(_wrap(f"  {c.text}: {text}", indent="      "))
             if fill:
                 results, idx = fill
                 results[idx[j]] = Result(cmds[j].line, True, "accepted; now: " + text, cmds[j].text)
         for e in res.events:
-            lines.append(f"  {e}")
+            lines.append(_wrap(f"  {e}", indent="      "))
         before = [q for q in game.play_order() if (-q.pn, q.number) < (-me.pn, me.number)]
         names = ", ".join(f"{q.abbr} (PN {q.pn})" for q in before[:10])
         if len(before) > 10:
@@ -275,14 +278,15 @@ class RmpmRules(Rules):
         moved = res.mn_text
         body = [f"How your orders would run on the board as it stands now (week {game.week}):"]
         body += lines
-        body.append(f"Your chips would end on {fmt(p.chips[0])} and {fmt(p.chips[1])}: "
-                    f"MN {moved}, AN {p.an}, PN {p.pn}, capital {p.capital} WCU.")
+        body.append(_wrap(f"Your chips would end on {fmt(p.chips[0])} and {fmt(p.chips[1])}: "
+                          f"MN {moved}, AN {p.an}, PN {p.pn}, capital {p.capital} WCU."))
         if before:
-            body.append(f"Reminder: players with a higher PN move first this week, and they may change "
-                        f"fences, numbers and who stands where. Before you ({len(before)}): {names}.")
+            body.append(_wrap(f"Reminder: players with a higher PN move first this week, and they may "
+                              f"change fences, numbers and who stands where. Before you ({len(before)}): "
+                              f"{names}."))
         else:
-            body.append(f"Reminder: players with a higher PN move first this week; with PN {me.pn} "
-                        "nobody moves before you at the moment.")
+            body.append(_wrap(f"Reminder: players with a higher PN move first this week; with PN {me.pn} "
+                              "nobody moves before you at the moment."))
         return Section(title="Pre-analysis", text="\n".join(body))
 
     # -- GM -------------------------------------------------------------------
@@ -364,6 +368,11 @@ class RmpmRules(Rules):
 
     def help_text(self) -> str:
         return HELP
+
+
+def _wrap(text: str, indent: str = "") -> str:
+    return textwrap.fill(text, width=76, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def report_data(game: Game) -> dict:

@@ -136,10 +136,9 @@ class Play:
         handle, piece, value, multiplier, total, points = text.split()
         return cls(number, handle, int(piece), int(value), int(multiplier), int(total), int(points))
 
-    def as_data(self, previous: "Play | None") -> dict[str, Any]:
-        """Plain data for templates.  ``previous``: the play before this one
-        (to say why a play on a multiple did not score)."""
-        repeated = previous is not None and previous.handle == self.handle
+    def as_data(self, repeated: bool) -> dict[str, Any]:
+        """Plain data for templates.  ``repeated``: the player also made the
+        play before this one (which is why a play on a multiple may not score)."""
         note = play_note(self.total, self.multiplier, self.points, repeated)
         return {
             "number": self.number,
@@ -323,10 +322,10 @@ class Game:
         if not name:
             return None
         players = self.raw["players"]
-        if name in players:
+        if name in players or name in self._touched:
             return name
         low = name.lower()
-        for handle in players:
+        for handle in [*players, *self._touched]:
             if handle.lower() == low:
                 return handle
         return None
@@ -397,11 +396,11 @@ class Game:
         """Template data of plays ``first``..``last`` (1-based, inclusive)."""
         last = self.play_count if last is None else last
         out = []
-        previous = self.play_at(first - 1) if first > 1 else None
+        previous = self.play_at(first - 1).handle if first > 1 else None
         for number in range(first, last + 1):
             play = self.play_at(number)
-            out.append(play.as_data(previous))
-            previous = play
+            out.append(play.as_data(repeated=play.handle == previous))
+            previous = play.handle
         return out
 
     def record(self, play: Play) -> None:
@@ -418,3 +417,65 @@ class Game:
 
     def digest_interval(self) -> timedelta:
         return timedelta(minutes=int(self.options.get("digest_minutes", 60)))
+
+
+# --------------------------------------------------------------------------
+# checking a whole state (import)
+# --------------------------------------------------------------------------
+
+
+def check_state(state: dict[str, Any]) -> None:
+    """Raise ValueError naming the first thing in ``state`` that does not
+    follow from its plays: the running figures must be what replaying the
+    plays from the start gives."""
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"version must be {STATE_VERSION}")
+    players = {h: Player.from_json(h, d) for h, d in state["players"].items()}
+    for handle, p in players.items():
+        if len(p.pieces) != PIECES_PER_PLAYER or len(p.played) != PIECES_PER_PLAYER:
+            raise ValueError(f"{handle}: ten pieces needed")
+        if any(piece.value < 0 or piece.multiplier < 0 for piece in p.pieces):
+            raise ValueError(f"{handle}: values and multipliers cannot be negative")
+        if p.mail not in MAIL_CHOICES:
+            raise ValueError(f"{handle}: mail must be one of {', '.join(MAIL_CHOICES)}")
+        datetime.fromisoformat(p.digest_at)
+    total, last, last_scoring = 0, None, 0
+    scores = {h: 0 for h in players}
+    played = {h: [0] * PIECES_PER_PLAYER for h in players}
+    finishers = []
+    for number, text in enumerate(state["plays"], start=1):
+        play = Play.decode(number, text)
+        where = f"play {number} ({text!r})"
+        if play.handle not in players:
+            raise ValueError(f"{where}: {play.handle} is not a player")
+        if not 1 <= play.piece <= PIECES_PER_PLAYER:
+            raise ValueError(f"{where}: no piece {play.piece}")
+        piece = players[play.handle].piece(play.piece)
+        if abs(play.value) != piece.value or play.multiplier != piece.multiplier:
+            raise ValueError(f"{where}: {play.handle}'s piece {play.piece} is {piece}")
+        if played[play.handle][play.piece - 1]:
+            raise ValueError(f"{where}: piece {play.piece} was played before")
+        total += play.value
+        if play.total != total:
+            raise ValueError(f"{where}: total {play.total}, the plays give {total}")
+        points = points_for(total, play.multiplier, eligible=last != play.handle)
+        if play.points != points:
+            raise ValueError(f"{where}: {play.points} points, the rules give {points}")
+        played[play.handle][play.piece - 1] = number
+        scores[play.handle] += points
+        if points:
+            last_scoring = number
+        if all(played[play.handle]):
+            finishers.append([play.handle, points])
+        last = play.handle
+    for bonus in state["bonuses"]:
+        scores[bonus["handle"]] += bonus["points"]
+    expected = {"total": total, "last": last, "last_scoring": last_scoring, "finishers": finishers}
+    for key, value in expected.items():
+        if state[key] != value:
+            raise ValueError(f"{key} is {state[key]!r}, the plays give {value!r}")
+    for handle, p in players.items():
+        if p.played != played[handle]:
+            raise ValueError(f"{handle}: played is {p.played}, the plays give {played[handle]}")
+        if p.score != scores[handle]:
+            raise ValueError(f"{handle}: score {p.score}, the plays give {scores[handle]}")

@@ -5,6 +5,7 @@ See ``docs/games/sequence.md`` for the rules in full and every ruling.
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,16 +28,17 @@ from .model import (
     FINISHER_BONUS,
     LAST_SCORER_BONUS,
     PIECES_PER_PLAYER,
-    STATE_VERSION,
+    PLAYS_HEADER,
     Game,
     Piece,
     Play,
     Player,
+    check_state,
     explain_total,
     play_note,
     points_for,
 )
-from .parsing import COMMANDS, PLAY_SYNTAX, SET_SYNTAX, parse_line
+from .parsing import COMMANDS, parse_line
 
 
 class Refused(Exception):
@@ -122,28 +124,11 @@ class SequenceRules(Rules):
         return Game.new(opts, ctx.now)
 
     def import_state(self, data: dict[str, Any]) -> State:
+        """Check a hand-written or exported state: every running figure must
+        be what the plays give."""
         try:
-            if data.get("version") != STATE_VERSION:
-                raise ValueError(f"version must be {STATE_VERSION}")
-            game = Game.load(data)
-            total = 0
-            for number in range(1, game.play_count + 1):
-                play = game.play_at(number)
-                total += play.value
-                if play.total != total:
-                    raise ValueError(f"play {number}: total {play.total}, expected {total}")
-                if play.handle not in data["players"]:
-                    raise ValueError(f"play {number}: {play.handle} is not a player")
-            if total != game.total:
-                raise ValueError(f"total {game.total} does not match the plays ({total})")
-            for handle, raw in data["players"].items():
-                player = Player.from_json(handle, raw)
-                if len(player.pieces) != PIECES_PER_PLAYER or len(player.played) != PIECES_PER_PLAYER:
-                    raise ValueError(f"{handle}: ten pieces needed")
-                if player.mail not in ("each", "digest", "none"):
-                    raise ValueError(f"{handle}: mail must be each, digest or none")
-                datetime.fromisoformat(player.digest_at)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            check_state(data)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise GameError(f"not a valid sequence game state: {exc}") from None
         return data
 
@@ -296,10 +281,7 @@ class SequenceRules(Rules):
         each = [h for h in game.choosing("each") if h != play.handle]
         if not each:
             return
-        data = play.as_data(None)
-        data["eligible"] = not repeated
-        data["note"] = play_note(play.total, play.multiplier, play.points, repeated)
-        data["line"] = play.line(data["note"])
+        data = play.as_data(repeated)
         out.notices.append(
             Notice(
                 to=each,
@@ -317,7 +299,7 @@ class SequenceRules(Rules):
 
     def _pieces(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
         handle = self._member(game, ctx, need_password=False)
-        out.sections.append(self._status_section(game, handle, "Your pieces"))
+        out.sections.append(self._status_section(game, handle, "Where you stand"))
         player = game.player(handle)
         return (
             f"accepted: total {game.total}, your score {player.score}, "
@@ -441,6 +423,8 @@ class SequenceRules(Rules):
                 "handle": handle, "points": LAST_SCORER_BONUS,
                 "reason": f"the last play that scored (play {game.last_scoring})",
             })
+        for bonus in bonuses:
+            bonus["line"] = f"  {bonus['handle']} +{bonus['points']}: {bonus['reason']}"
         game.bonuses = bonuses
         game.finished = True
         data = self._report_data(game, ctx)
@@ -481,21 +465,24 @@ class SequenceRules(Rules):
 
     def help_text(self) -> str:
         return (
-            f"{self.title}\n\n{self.summary}\n\n"
-            "Commands (to the game's address, with $$password$$ in the mail):\n"
-            "  JOIN                  join; your pieces come from your e-mail address\n"
-            f"  {PLAY_SYNTAX}\n"
-            "                        play a piece (value and multiplier must match it)\n"
-            "  PIECES                your remaining pieces, your score and the total\n"
-            "  MAIL EACH             a mail for every play\n"
-            "  MAIL DIGEST           a digest at most every hour (the default)\n"
-            "  MAIL NONE             no mails about plays, only the final report\n"
-            f"Game master: {SET_SYNTAX}\n\n"
-            "Scoring: a play scores when the new total is a multiple of 7 (5 x multiplier)\n"
-            "and/or of 24 (10 x multiplier), unless you also made the play before it.\n"
-            "At the deadline: +40 to each of the first half of the players to use all\n"
-            "ten pieces if their tenth play scored; +70 for the last play that scored.\n"
-            "Highest score wins; a tie goes to whoever reached that score first.\n"
+            f"{self.title}\n\n{textwrap.fill(self.summary, 76)}\n\n"
+            "Commands, to the game's address with $$password$$ in the mail:\n"
+            "  JOIN               join; your pieces come from your e-mail address\n"
+            "  Piece <n>: [+|-]<value>, <multiplier>\n"
+            "                     play piece n, e.g. Piece 3: 12, 3 or Piece 6: -6, 0;\n"
+            "                     value and multiplier must be the piece's own\n"
+            "  PIECES             your pieces, your score and the total\n"
+            "  MAIL EACH          a mail for every play\n"
+            "  MAIL DIGEST        at most one mail an hour about the plays (default)\n"
+            "  MAIL NONE          no mails about plays, only the final report\n"
+            "Game master:\n"
+            "  SET PIECES <handle> <value>,<multiplier> ... (ten pairs)\n\n"
+            "Scoring: a play scores when the new total is a multiple of 7\n"
+            "(5 x multiplier) and/or of 24 (10 x multiplier), unless you also made\n"
+            "the play before it.  At the deadline: +40 to each of the first half of\n"
+            "the players to use all ten pieces if their tenth play scored; +70 for\n"
+            "the last play that scored.  Highest score wins; a tie goes to whoever\n"
+            "reached that score first.\n"
         )
 
     # -- template data -------------------------------------------------------------
@@ -537,6 +524,7 @@ class SequenceRules(Rules):
             "finished": game.finished,
             "me": me,
             "plays": [],
+            "plays_header": PLAYS_HEADER,
             "standings": [],
         }
 
@@ -545,6 +533,7 @@ class SequenceRules(Rules):
         return {
             "game": ctx.game_name if ctx else "",
             "plays": game.plays_data() if game.play_count else [],
+            "plays_header": PLAYS_HEADER,
             "total": game.total,
             "player_count": game.player_count(),
             "bonuses": game.bonuses,

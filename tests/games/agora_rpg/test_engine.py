@@ -199,7 +199,8 @@ def test_exploring_finds_items(table, roll, item, level):
     joined(table, "alice")
     table.set("alice", location="Dungeon Level 2")
     (msg,) = table.ok("alice", "EXPLORE", rolls=[roll])
-    assert f"alice finds a {item} level {level} (now holds 1)" in msg
+    article = "" if item == "armor" else "a "
+    assert f"alice finds {article}{item} level {level} (now holds 1)" in msg
     assert table.char("alice")["holdings"]["items"][item] == {str(level): 1}
     assert table.char("alice")["tokens"] == 4
 
@@ -595,6 +596,21 @@ def test_export_and_import_round_trip(table):
     from games.base import GameError
     with pytest.raises(GameError):
         RULES.import_state({"characters": {"x": {"name": "x"}}})
+    broken = RULES.export_state(table.state)
+    broken["characters"]["alice"]["location"] = "Atlantis"
+    with pytest.raises(GameError, match="alice: unknown location 'Atlantis'"):
+        RULES.import_state(broken)
+
+
+def test_apply_leaves_the_given_state_alone(table):
+    import copy
+
+    joined(table, "alice")
+    table.set("alice", location="Dungeon Level 1")
+    before = copy.deepcopy(table.state)
+    given = table.state
+    table.ok("alice", "EXPLORE", rolls=[70])
+    assert given == before and table.state != before
 
 
 def test_options_are_checked():

@@ -19,6 +19,9 @@ def week_report(table):
     table.ok("alice", "EXCHANGE 2 GOLD")
     table.set("bob", location="Dungeon Level 1")
     table.ok("bob", "EXPLORE", rolls=[95])
+    table.ok("carol", "JOIN")
+    table.later(hours=5)
+    table.ok("carol", "LEAVE")
     return table.week().notices[0].data
 
 
@@ -28,14 +31,15 @@ def test_text_report(table, trim, root):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / root)), trim_blocks=trim, lstrip_blocks=trim)
     name = "report.txt" if root.endswith("agora_rpg") else "agora_rpg/report.txt"
     text = env.get_template(name).render(**week_report(table))
-    assert 'report\nfor week 1, made 2026-11-16 09:00 UTC.' in text
+    assert 'report\nfor week 1, made 2026-11-16 14:00 UTC.' in text
     assert "  alice: 2 gold exchanged, 2 points awarded\n" in text
     assert "  alice: +5 movement tokens (now 10)\n  bob: +5 movement tokens (now 9)\n" in text
     assert "  Movement tokens 10, gold 1, points 2\n" in text
     assert "  Fighting a level 2 monster (health 10 of 10)" in text
     assert "  2026-11-16 09:00  bob: 1d100 = 95 (encounter on Dungeon Level 1)\n" in text
     assert "The RPG mailing list is specified as: public messages" in text
-    assert "dungeon@ this server" in text
+    assert "brings no movement tokens):\n  carol left on 2026-11-16 14:00 UTC\n" in text
+    assert "this report comes from (dungeon@...)" in text
     assert "combat: the house rule (ATTACK / FLEE)" in text
     contract = (ROOT / "templates" / "agora_rpg" / "contract.txt").read_text()
     assert contract.strip() in text

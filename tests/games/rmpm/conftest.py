@@ -13,6 +13,9 @@ from games.rmpm import RULES
 from games.rmpm.model import Game
 
 TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=False)
+# the server's settings (pbm_server.compose): the templates must read the same
+SERVER_TEXT = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), trim_blocks=True,
+                                 lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 HTML = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=True)
 
 
@@ -31,7 +34,7 @@ class Table:
         capital, ...).  Player numbers follow the dict order unless given."""
         doc = {"players": {}}
         for n, (h, p) in enumerate(players.items(), 1):
-            q = {"number": n, "alias": p.get("abbr", h[:2]), "an": 1, "pn": 50, "capital": 10000}
+            q = {"number": n, "abbr": (h * 2)[:2], "alias": h, "an": 1, "pn": 50, "capital": 10000}
             q.update(p)
             doc["players"][h] = q
         doc.update(kw)
@@ -59,8 +62,21 @@ class Table:
     def p(self, state, handle) -> dict:
         return state["players"][handle]
 
+    @staticmethod
+    def row(text: str, number: str) -> str:
+        """The moves-table line of a player number in a rendered report,
+        with runs of blanks squeezed."""
+        start = text.index("MOVES DURING LAST BOARD UPDATE")
+        for line in text[start:].splitlines():
+            if line.startswith(number + " "):
+                return " ".join(line.split())
+        raise AssertionError(f"no row {number}")
+
     def text(self, data) -> str:
         return TEMPLATES.get_template("report.txt").render(**data)
+
+    def server_text(self, data) -> str:
+        return SERVER_TEXT.get_template("report.txt").render(**data)
 
     def html(self, data) -> str:
         return HTML.get_template("report.html").render(**data)

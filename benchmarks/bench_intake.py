@@ -1,0 +1,137 @@
+"""Intake: messages per second that `pbm serve` takes durably, against a bare
+aiosmtpd listener that discards every message, measured the same way in one run.
+
+Both servers get the same load from the same client (benchmarks/smtpload.py, a
+process of its own): ``count`` small command mails, one SMTP session each,
+``concurrency`` sessions at a time.  `pbm serve` runs complete (listener,
+worker, outbound to a relay sink, scheduler) on a fresh database; each of its
+250 replies comes after the message is committed (SQLite: WAL,
+synchronous=FULL).  The worker processes the mails while they arrive.
+
+The two servers are measured in alternation (bare, pbm, bare, pbm, ...) and the
+ratio is the median rate of `pbm serve` over the median rate of the bare
+listener.
+
+Also the MTA-pipe model: one `pbm mail inject` process per mail (how older
+servers receive mail from their MTA), ``pipe_concurrency`` at a time.
+
+    .venv/bin/python benchmarks/bench_intake.py [--count 3000] [--concurrency 50] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.servers import BareListener, PbmServe, RelaySink, cpu_seconds, fresh_database  # noqa: E402
+from benchmarks.smtpload import LoadSpec, message_bytes, run_load_process  # noqa: E402
+
+
+def _measure(port: int, count: int, concurrency: int, start: int, pids: list[int]) -> dict:
+    c0 = [cpu_seconds(p) for p in pids]
+    res = run_load_process(LoadSpec("127.0.0.1", port, count, concurrency=concurrency, start=start, tag="intake"))
+    c1 = [cpu_seconds(p) for p in pids]
+    return {
+        "accepted": len(res.accepted),
+        "sent": len(res.sent),
+        "seconds": round(res.elapsed, 3),
+        "per_second": round(res.rate, 1),
+        "client_cpu_share": round(res.cpu / res.elapsed, 2) if res.elapsed else 0,
+        "server_cpu_share": round(sum(c1) - sum(c0), 2) / res.elapsed if res.elapsed else 0,
+    }
+
+
+def _wait_processed(serve: PbmServe, total: int, timeout: float = 600) -> float:
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(serve.db_url.replace("postgresql://", "postgresql+psycopg://"))
+    t0 = time.monotonic()
+    try:
+        while time.monotonic() - t0 < timeout:
+            with eng.connect() as c:
+                left = c.execute(text("SELECT count(*) FROM inbox WHERE status = 'new'")).scalar()
+                stored = c.execute(text("SELECT count(*) FROM inbox")).scalar()
+            if stored >= total and not left:
+                return time.monotonic() - t0
+            time.sleep(0.2)
+        raise RuntimeError("the worker did not catch up")
+    finally:
+        eng.dispose()
+
+
+def pipe_rate(serve: PbmServe, count: int, concurrency: int) -> dict:
+    """`pbm mail inject` once per mail, ``concurrency`` processes at a time."""
+    spec = LoadSpec("", 0, count, domain=serve.domain, tag="pipe")
+
+    def one(n: int) -> int:
+        _, _, raw = message_bytes(spec, 10_000_000 + n)
+        p = subprocess.run([sys.executable, "-m", "pbm_server.cli", "mail", "inject"], input=raw, env=serve.env,
+                           cwd=serve.tmp, capture_output=True)
+        return p.returncode
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(concurrency) as ex:
+        codes = list(ex.map(one, range(count)))
+    elapsed = time.monotonic() - t0
+    ok = sum(1 for c in codes if c == 0)
+    return {"accepted": ok, "seconds": round(elapsed, 3), "per_second": round(ok / elapsed, 1), "concurrency": concurrency}
+
+
+def run(count: int = 3000, concurrency: int = 50, rounds: int = 3, pipe_count: int = 100, pipe_concurrency: int = 2,
+        pg: str | None = None, extra_env: dict | None = None) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-intake-"))
+    db_url, drop = fresh_database(tmp, pg)
+    sink = RelaySink()
+    bare = BareListener()
+    serve = PbmServe(tmp, sink.port, db_url, extra_env).start()
+    try:
+        # warm up both (imports, first connections, the game-name cache)
+        _measure(bare.port, 200, concurrency, 0, [bare.pid])
+        _measure(serve.port, 200, concurrency, 0, serve.pids())
+        bare_runs, pbm_runs = [], []
+        for r in range(rounds):
+            bare_runs.append(_measure(bare.port, count, concurrency, 1_000_000 * (r + 1), [bare.pid]))
+            pbm_runs.append(_measure(serve.port, count, concurrency, 1_000_000 * (r + 1), serve.pids()))
+        catch_up = _wait_processed(serve, 200 + rounds * count)
+        pipe = pipe_rate(serve, pipe_count, pipe_concurrency)
+        bare_rate = statistics.median(x["per_second"] for x in bare_runs)
+        pbm_rate = statistics.median(x["per_second"] for x in pbm_runs)
+        return {
+            "database": "postgresql" if pg else "sqlite",
+            "messages_per_run": count,
+            "concurrency": concurrency,
+            "bare_per_second": bare_rate,
+            "pbm_serve_per_second": pbm_rate,
+            "ratio": round(pbm_rate / bare_rate, 3),
+            "mta_pipe_per_second": pipe["per_second"],
+            "mta_pipe_ratio": round(pipe["per_second"] / bare_rate, 4),
+            "mta_pipe": pipe,
+            "worker_catch_up_seconds_after_last_run": round(catch_up, 1),
+            "runs": {"bare": bare_runs, "pbm_serve": pbm_runs},
+        }
+    finally:
+        serve.stop()
+        bare.stop()
+        sink.stop()
+        drop()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=3000)
+    ap.add_argument("--concurrency", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pipe-count", type=int, default=100)
+    ap.add_argument("--postgres", default=None, help="a PostgreSQL URL (a fresh database is made beside it)")
+    a = ap.parse_args()
+    print(json.dumps(run(a.count, a.concurrency, a.rounds, a.pipe_count, pg=a.postgres), indent=2))

@@ -1,0 +1,232 @@
+"""The other processes of a benchmark: the bare listener (the baseline), the
+relay sink, and `pbm serve` itself.
+
+* ``BareListener``: aiosmtpd with the same Controller settings as pbm-server's
+  listener, whose handler answers 250 to every message and keeps nothing.
+  It is what the durable listener is measured against.
+* ``RelaySink``: the relay pbm-server delivers to; records the In-Reply-To of
+  every message it accepts and the monotonic time it accepted it.
+* ``PbmServe``: `pbm serve` as a subprocess (all its processes), on a fresh
+  SQLite file or PostgreSQL database, with its relay pointed at a sink.
+
+Each runs in a process of its own (``spawn``), so none shares a GIL with
+another or with the load client.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc=None, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and getattr(proc, "poll", lambda: None)() is not None:
+            raise RuntimeError("the server exited")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+# -- the bare listener -------------------------------------------------------------
+class _Discard:
+    async def handle_DATA(self, server, session, envelope):
+        return "250 OK"
+
+
+def _bare_main(port: int, ready) -> None:
+    from aiosmtpd.controller import Controller
+
+    c = Controller(_Discard(), hostname="127.0.0.1", port=port, ready_timeout=10.0, data_size_limit=1_048_576,
+                   decode_data=False, server_hostname="pbm.localhost", ident="bare")
+    c.start()
+    ready.set()
+    signal.sigwait({signal.SIGTERM})
+    c.stop()
+
+
+class BareListener:
+    def __init__(self):
+        ctx = mp.get_context("spawn")
+        self.port = free_port()
+        ready = ctx.Event()
+        self.proc = ctx.Process(target=_bare_main, args=(self.port, ready), daemon=True)
+        self.proc.start()
+        if not ready.wait(30):
+            raise RuntimeError("the bare listener did not start")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        os.kill(self.proc.pid, signal.SIGTERM)
+        self.proc.join(10)
+
+
+# -- the relay sink --------------------------------------------------------------------
+_IRT = re.compile(rb"^In-Reply-To:\s*(\S+)", re.I | re.M)
+_MID = re.compile(rb"^Message-ID:\s*(\S+)", re.I | re.M)
+
+
+class _Record:
+    def __init__(self):
+        self.got: list[tuple[str, str, float]] = []
+
+    async def handle_DATA(self, server, session, envelope):
+        raw = envelope.original_content or envelope.content
+        head = raw.split(b"\r\n\r\n", 1)[0]
+        irt = _IRT.search(head)
+        mid = _MID.search(head)
+        self.got.append(((irt.group(1) if irt else b"").decode(), (mid.group(1) if mid else b"").decode(), time.monotonic()))
+        return "250 OK"
+
+
+def _sink_main(port: int, conn) -> None:
+    from aiosmtpd.controller import Controller
+
+    handler = _Record()
+    c = Controller(handler, hostname="127.0.0.1", port=port, ready_timeout=10.0, decode_data=False)
+    c.start()
+    conn.send("ready")
+    while True:
+        cmd = conn.recv()
+        if cmd == "dump":
+            conn.send(list(handler.got))
+        elif cmd == "stop":
+            c.stop()
+            conn.send("stopped")
+            return
+
+
+class RelaySink:
+    def __init__(self):
+        ctx = mp.get_context("spawn")
+        self.port = free_port()
+        self._conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_sink_main, args=(self.port, child), daemon=True)
+        self.proc.start()
+        if self._conn.recv() != "ready":
+            raise RuntimeError("the sink did not start")
+
+    def received(self) -> list[tuple[str, str, float]]:
+        """(In-Reply-To, Message-ID, monotonic time accepted) per message."""
+        self._conn.send("dump")
+        return self._conn.recv()
+
+    def stop(self) -> None:
+        self._conn.send("stop")
+        self._conn.recv()
+        self.proc.join(10)
+
+
+# -- pbm serve ---------------------------------------------------------------------------
+def fresh_database(tmp: Path, pg_base: str | None) -> tuple[str, callable]:
+    if not pg_base:
+        return f"sqlite:///{tmp / 'pbm.db'}", lambda: None
+    from sqlalchemy import create_engine, text
+
+    name = "pbm_bench_" + uuid.uuid4().hex[:10]
+    admin = create_engine(pg_base.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop():
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return pg_base.rsplit("/", 1)[0] + "/" + name, drop
+
+
+class PbmServe:
+    def __init__(self, tmp: Path, relay_port: int | None, db_url: str, extra_env: dict | None = None):
+        self.tmp = tmp
+        self.port = free_port()
+        self.domain = "pbm.localhost"
+        self.db_url = db_url
+        self.env = dict(os.environ)
+        self.env.update(
+            {
+                "PBM_DATABASE_URL": db_url,
+                "PBM_LISTEN": f"127.0.0.1:{self.port}",
+                "PBM_DOMAIN": self.domain,
+                "PBM_RELAY": f"127.0.0.1:{relay_port}" if relay_port else "",
+                "PBM_MAILDIR": str(tmp / "maildir"),
+                # thousands of mails from a few thousand senders: no hourly cap
+                "PBM_REPLY_LIMIT_PER_HOUR": "1000000",
+                "PYTHONPATH": str(ROOT),
+            }
+        )
+        self.env.update(extra_env or {})
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "PbmServe":
+        self.log = open(self.tmp / "serve.log", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "pbm_server.cli", "serve"], env=self.env, cwd=self.tmp,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_port(self.port, self.proc)
+        return self
+
+    def pids(self) -> list[int]:
+        """`pbm serve` and its child processes."""
+        out = [self.proc.pid]
+        try:
+            kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+            out += [int(k) for k in kids]
+        except OSError:
+            pass
+        return out
+
+    def cli(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pbm_server.cli", *args], env=self.env, cwd=self.tmp, input=input,
+                              capture_output=True, check=True)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """VmHWM: the peak resident set size of a process, in MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0

@@ -1,0 +1,466 @@
+"""Giveaway (v0.02, 1997): the rules object the server talks to.
+
+Mail syntax (to NAME@domain, with $$password$$):
+
+    JOIN                    before round 1 is resolved
+    GIVE <n> TO <handle>    one line per gift; lines to the same player add up;
+                            a mail's GIVE lines are one order for the round
+    LEAVE                   leave the game; your holding is forfeited
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from games.base import (
+    ALL_PLAYERS,
+    Command,
+    Context,
+    GameError,
+    Line,
+    Notice,
+    Option,
+    Outcome,
+    Result,
+    Rules,
+    Section,
+    State,
+)
+from games.giveaway.model import (
+    JOINING,
+    MIN_PLAYERS,
+    NO_ORDER_CHOICES,
+    OVER,
+    START_HOLDING,
+    Game,
+    Gift,
+    Player,
+    key,
+)
+from games.giveaway.report import order_data, pts, report_data
+from games.giveaway.resolve import advance, resolve_round
+
+GIVE_SYNTAX = "expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice"
+COMMANDS = "GIVE <n> TO <handle>, JOIN or LEAVE"
+_GIVE = re.compile(r"^give\s+(?P<n>\S+)\s+(?:points?\s+)?to\s+(?P<to>\S+)\s*$", re.IGNORECASE)
+_INT = re.compile(r"^[+-]?\d+$")
+_NUMBERISH = re.compile(r"^[+-]?\d*[.,/]\d*$")
+MAX_GIFT = 10**9
+
+
+def parse_no_order(text: str) -> str:
+    value = str(text).strip().lower()
+    if value not in NO_ORDER_CHOICES:
+        raise ValueError(f"no_order must be 'forfeit' or 'split', not {text!r}")
+    return value
+
+
+def parse_round_limit(text: str) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"round_limit must be a whole number of rounds (0: no limit), not {text!r}") from None
+    if value < 0:
+        raise ValueError("round_limit must be 0 (no limit) or a positive number of rounds")
+    return value
+
+
+class GiveawayRules(Rules):
+    kind = "giveaway"
+    title = "Giveaway"
+    summary = (
+        "Giveaway: every round each player must give away every point held, in whole points, "
+        "to other players. Equal gifts passed round a circle of players form a co-operation ring "
+        "that multiplies them by the number of players in it, unless another gift between its "
+        "members breaks it. The first round to produce a score of 100 or more ends the game: "
+        "the highest score nobody else shares wins."
+    )
+    has_turns = True
+    default_deadline = "every Saturday 12:00 UTC"
+    turn_name = "round"
+    options = (
+        Option(
+            "no_order",
+            "forfeit",
+            "what happens to the points of a player who sends no valid order: 'forfeit' (they are "
+            "lost) or 'split' (shared evenly among the other players, the remainder lost)",
+            parse_no_order,
+        ),
+        Option(
+            "round_limit",
+            0,
+            "end the game after this many rounds even if nobody reached 100 (0: no limit); "
+            "the highest unique score then wins",
+            parse_round_limit,
+        ),
+    )
+
+    # -- life cycle ---------------------------------------------------------
+    def new_game(self, options: dict[str, Any], ctx: Context) -> State:
+        unknown = set(options) - {o.name for o in self.options}
+        if unknown:
+            raise GameError(f"unknown giveaway option(s): {', '.join(sorted(unknown))}; known: no_order, round_limit")
+        try:
+            no_order = parse_no_order(options.get("no_order", "forfeit"))
+            round_limit = parse_round_limit(options.get("round_limit", 0))
+        except ValueError as exc:
+            raise GameError(str(exc)) from None
+        return Game(no_order=no_order, round_limit=round_limit).to_state()
+
+    def import_state(self, data: dict[str, Any]) -> State:
+        if not isinstance(data, dict):
+            raise GameError("a giveaway state is a JSON object")
+        return Game.from_state(data).to_state()
+
+    def export_state(self, state: State) -> dict[str, Any]:
+        return Game.from_state(state).to_state()
+
+    # -- mail ---------------------------------------------------------------
+    def parse(self, lines: list[Line]) -> list[Command]:
+        return [self._parse_line(line) for line in lines]
+
+    def _parse_line(self, line: Line) -> Command:
+        try:
+            text = line.text.strip()
+            words = text.split()
+            if not words:
+                return Command(line, "?", error=f"empty line: expected {COMMANDS}")
+            word = words[0].lower()
+            if word == "give":
+                return _parse_give(line, text)
+            if word in ("join", "leave"):
+                if len(words) > 1:
+                    return Command(line, word, error=f"{word.upper()} takes nothing after it: write just {word.upper()}")
+                return Command(line, word)
+            shown = words[0] if len(words[0]) <= 30 else words[0][:30] + "..."
+            return Command(line, "?", error=f"unknown command {shown!r}: expected {COMMANDS}")
+        except Exception as exc:  # parse() never raises
+            return Command(line, "?", error=f"could not read this line ({exc.__class__.__name__}): expected {COMMANDS}")
+
+    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
+        game = Game.from_state(state)
+        actor = ctx.actor
+        results: list[Result | None] = [None] * len(commands)
+        out = Outcome(state={})
+        problem = _actor_problem(actor)
+        gives: list[int] = []
+        for i, cmd in enumerate(commands):
+            if cmd.name == "give":
+                gives.append(i)
+                continue
+            if not cmd.ok:
+                results[i] = Result(cmd.line, False, cmd.error or "not understood", cmd.text)
+                continue
+            if problem:
+                results[i] = Result(cmd.line, False, problem, cmd.text)
+                continue
+            if cmd.name == "join":
+                game, message, ok = self._join(game, actor.handle, out)
+            elif cmd.name == "leave":
+                game, message, ok = self._leave(game, actor.handle, out, ctx)
+            else:
+                message, ok = f"unknown command: expected {COMMANDS}", False
+            results[i] = Result(cmd.line, ok, message, cmd.text)
+        if gives:
+            game = self._give(game, [commands[i] for i in gives], actor, problem, out, gives, results)
+        out.results = [r for r in results if r is not None]
+        out.state = game.to_state()
+        return out
+
+    # -- the commands ---------------------------------------------------------
+    def _join(self, game: Game, handle: str, out: Outcome) -> tuple[Game, str, bool]:
+        if game.over:
+            return game, "the game is over: nobody can join any more", False
+        p = game.find(handle)
+        if p is not None and p.active:
+            return game, "you are already playing in this game", False
+        if game.started:
+            return game, (
+                f"round 1 has been played: players can join only before round 1 is resolved "
+                f"(this game is in round {game.round})"
+            ), False
+        game = replace(game, players=[*game.players, Player(handle=handle)])
+        out.joined.append(handle)
+        n = len(game.active)
+        return game, (
+            f"accepted: you are in the game with {pts(START_HOLDING)} for round 1 "
+            f"({n} player{'s' if n != 1 else ''} so far; a round needs at least {MIN_PLAYERS})"
+        ), True
+
+    def _leave(self, game: Game, handle: str, out: Outcome, ctx: Context) -> tuple[Game, str, bool]:
+        p = game.find(handle)
+        if p is None or not p.active:
+            return game, "you are not playing in this game", False
+        if game.over:
+            return game, "the game is over", False
+        k = p.key
+        if game.started:
+            players = [replace(q, active=False, left_round=game.round) if q.key == k else q for q in game.players]
+            message = f"accepted: you have left the game; your {pts(p.holding)} are forfeited"
+        else:
+            players = [q for q in game.players if q.key != k]
+            message = "accepted: you have left the game before round 1"
+        orders = {}
+        dropped = []
+        for giver, gifts in game.orders.items():
+            if giver == k:
+                continue
+            if any(key(g.to) == k for g in gifts):
+                dropped.append(giver)
+                continue
+            orders[giver] = gifts
+        game = replace(game, players=players, orders=orders)
+        out.left.append(p.handle)
+        for giver in dropped:
+            q = game.player_index()[giver]
+            out.orders[q.handle] = []
+            out.notices.append(
+                Notice(
+                    to=[q.handle],
+                    subject=f"{ctx.game_name}: {p.handle} left, your order no longer holds",
+                    template="dropped.txt",
+                    data={"game": ctx.game_name, "left": p.handle, "round": game.round, "holding": q.holding},
+                )
+            )
+        if game.started and len(game.active) < MIN_PLAYERS:
+            note = (
+                f"{p.handle} left and only {len(game.active)} players remain; a round needs at least "
+                f"{MIN_PLAYERS}, so the game ends here without a winner."
+            )
+            game = replace(game, status=OVER, orders={}, end_note=note)
+            out.finished = True
+            out.notices.append(
+                Notice(
+                    to=[ALL_PLAYERS],
+                    subject=f"{ctx.game_name}: the game is over",
+                    template="over.txt",
+                    data={"game": ctx.game_name, "note": note},
+                    kind="report",
+                )
+            )
+            message += "; the game is over, too few players remain"
+        return game, message, True
+
+    def _give(
+        self,
+        game: Game,
+        cmds: list[Command],
+        actor: Any,
+        problem: str | None,
+        out: Outcome,
+        where: list[int],
+        results: list[Result | None],
+    ) -> Game:
+        """A mail's GIVE lines are one order set: all taken, or all refused."""
+        messages: list[str | None] = [None] * len(cmds)
+        me = game.find(actor.handle) if actor is not None and actor.handle else None
+        for j, cmd in enumerate(cmds):
+            if not cmd.ok:
+                messages[j] = cmd.error
+            elif problem:
+                messages[j] = problem
+            elif game.over:
+                messages[j] = "the game is over: no more orders"
+            elif me is None:
+                messages[j] = "you are not playing in this game: send JOIN first (before round 1 is resolved)"
+            elif not me.active:
+                messages[j] = "you have left the game"
+            else:
+                messages[j] = _recipient_problem(game, me, cmd.args["to"])
+        refused = any(m is not None for m in messages)
+        total = sum(cmd.args.get("amount", 0) for cmd in cmds if cmd.ok)
+        if refused:
+            for j in range(len(cmds)):
+                if messages[j] is None:
+                    messages[j] = "not taken: a mail's GIVE lines are one order and another line of it was refused"
+        elif total != me.holding:
+            short = "short of" if total < me.holding else "more than"
+            reason = (
+                f"your GIVE lines add up to {pts(total)}, {short} your holding of {me.holding}: "
+                f"an order must give away exactly {me.holding} (rule 3)"
+            )
+            messages = [reason] * len(cmds)
+            refused = True
+        if refused:
+            for j, cmd in enumerate(cmds):
+                results[where[j]] = Result(cmd.line, False, messages[j], cmd.text)
+            if me is not None and me.active and not game.over:
+                if game.order_of(me.handle):
+                    out.orders[me.handle] = game.order_lines(me.handle)
+                out.sections.append(_order_section(game, me.handle, refused=True))
+            return game
+        merged: dict[str, Gift] = {}
+        for cmd in cmds:
+            target = game.find(cmd.args["to"])
+            g = merged.get(target.key)
+            merged[target.key] = Gift(cmd.args["amount"] + (g.amount if g else 0), target.handle)
+        orders = dict(game.orders)
+        orders[me.key] = list(merged.values())
+        game = replace(game, orders=orders)
+        for j, cmd in enumerate(cmds):
+            target = game.find(cmd.args["to"])
+            results[where[j]] = Result(cmd.line, True, f"accepted: {pts(cmd.args['amount'])} to {target.handle}", cmd.text)
+        out.orders[me.handle] = game.order_lines(me.handle)
+        out.sections.append(_order_section(game, me.handle, refused=False))
+        return game
+
+    # -- turns ----------------------------------------------------------------
+    def run_turn(self, state: State, ctx: Context) -> Outcome:
+        game = Game.from_state(state)
+        if game.over:
+            raise GameError(f"this Giveaway game is over: {game.end_note or 'no more rounds'}")
+        active = game.active
+        if len(active) < MIN_PLAYERS:
+            # Only possible before round 1: a LEAVE that drops a started game
+            # below three players ends it.  The round waits for the next deadline.
+            names = ", ".join(p.handle for p in active) or "nobody"
+            text = (
+                f"Round {game.round} of {ctx.game_name} cannot be played yet: a round needs at least "
+                f"{MIN_PLAYERS} players and {len(active)} have joined ({names}). It will be tried again "
+                f"at the next deadline; more players can still JOIN."
+            )
+            return Outcome(
+                state=game.to_state(),
+                notices=[
+                    Notice(
+                        to=[ALL_PLAYERS],
+                        subject=f"{ctx.game_name}: round {game.round} cannot start yet",
+                        template="waiting.txt",
+                        data={"game": ctx.game_name, "text": text},
+                        kind="report",
+                    )
+                ],
+                audit=[f"round {game.round} not played: {len(active)} players, {MIN_PLAYERS} needed"],
+                turn_done=False,
+            )
+        result = resolve_round(game)
+        new = advance(game, result)
+        data = report_data(result, ctx.game_name)
+        notice = Notice(
+            to=[ALL_PLAYERS],
+            subject=f"{ctx.game_name}: round {result.round} report"
+            + (f" - {result.winner} wins" if result.winner else " - game over" if result.finished else ""),
+            template="report.txt",
+            data=data,
+            kind="report",
+        )
+        audit = [
+            f"round {result.round} resolved: {len(result.players)} players, {len(result.analysis.rings)} rings"
+            + (f", winner {result.winner}" if result.winner else "")
+            + (", game over" if result.finished else "")
+        ]
+        return Outcome(state=new.to_state(), notices=[notice], turn_done=True, finished=result.finished, audit=audit)
+
+    # -- what people see --------------------------------------------------------
+    def players(self, state: State) -> list[str]:
+        return [p.handle for p in Game.from_state(state).active]
+
+    def waiting_for(self, state: State) -> list[str]:
+        game = Game.from_state(state)
+        if game.over:
+            return []
+        return [p.handle for p in game.active if p.key not in game.orders]
+
+    def view(self, state: State, viewer: str | None) -> list[Section]:
+        game = Game.from_state(state)
+        lines = []
+        if game.over:
+            lines.append(f"The game is over after round {game.round}.")
+            if game.winner:
+                lines.append(f"Winner: {game.winner}.")
+            if game.end_note:
+                lines.append(game.end_note)
+        elif game.status == JOINING:
+            lines.append(f"Round 1 has not been played yet: players may still JOIN ({len(game.active)} so far).")
+        else:
+            lines.append(f"Orders are being collected for round {game.round}.")
+        if not game.over:
+            ordered = sum(1 for p in game.active if p.key in game.orders)
+            lines.append(f"Orders received: {ordered} of {len(game.active)}.")
+        lines.append("")
+        rows = [("Player", "Holding", "Last score")]
+        for p in game.active:
+            rows.append((p.handle, str(p.holding), "-" if p.score is None else str(p.score)))
+        w = [max(len(r[i]) for r in rows) for i in range(3)]
+        table = "\n".join(f"{r[0].ljust(w[0])}  {r[1].rjust(w[1])}  {r[2].rjust(w[2])}".rstrip() for r in rows)
+        gone = [p.handle for p in game.players if not p.active]
+        text = "\n".join(lines) + table
+        if gone:
+            text += "\n\nLeft the game: " + ", ".join(gone)
+        if game.last and game.last.get("rings"):
+            text += f"\n\nRings in round {game.last['round']}:\n" + "\n".join(
+                f"  {' > '.join(names + names[:1])} ({pts(amount)})" for amount, names in game.last["rings"]
+            )
+        sections = [Section(title=f"Giveaway - round {game.round}", text=text)]
+        me = game.find(viewer) if viewer else None
+        if me is not None and me.active and not game.over:
+            sections.append(_order_section(game, me.handle, refused=False))
+        return sections
+
+    def help_text(self) -> str:
+        return (
+            self.summary
+            + "\n\nCommands, to the game's address with $$yourpassword$$ in the mail:\n"
+            "  JOIN                   join (only before round 1 is resolved)\n"
+            "  GIVE <n> TO <handle>   one line per gift, e.g. GIVE 2 TO alice; the lines\n"
+            "                         of one mail are your whole order and must add up\n"
+            "                         to exactly your holding; a later mail replaces it\n"
+            "  LEAVE                  leave the game (your points are forfeited)\n"
+            f"\nEveryone starts with {START_HOLDING} points; next round's holding is the score + 3.\n"
+            "Options: no_order=forfeit|split, round_limit=N (0: none).\n"
+        )
+
+
+def _actor_problem(actor: Any) -> str | None:
+    if actor is None or not actor.handle:
+        return (
+            "you are not registered: first send 'register HANDLE PASSWORD' to the server's "
+            "pbm@ address, then write again with $$yourpassword$$ in the mail"
+        )
+    if not actor.authenticated:
+        return "the password is missing or wrong: put $$yourpassword$$ anywhere in the mail"
+    return None
+
+
+def _recipient_problem(game: Game, me: Player, to: str) -> str | None:
+    target = game.find(to)
+    if target is None:
+        names = [p.handle for p in game.active if p is not me]
+        listed = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+        return f"there is no player {to!r} in this game; you can give to: {listed or 'nobody yet'}"
+    if target.key == me.key:
+        return "you cannot give points to yourself (rule 3): give them to other players"
+    if not target.active:
+        return f"{target.handle} has left the game: give to players still in it"
+    return None
+
+
+def _order_section(game: Game, handle: str, refused: bool) -> Section:
+    return Section(
+        title=f"Your order for round {game.round}",
+        template="order.txt",
+        data=order_data(game, handle, refused),
+    )
+
+
+def _parse_give(line: Line, text: str) -> Command:
+    m = _GIVE.match(text)
+    if not m:
+        return Command(line, "give", error=GIVE_SYNTAX)
+    n_text, to = m.group("n"), m.group("to").rstrip(".,;:!")
+    if not to:
+        return Command(line, "give", error=GIVE_SYNTAX)
+    if not _INT.match(n_text):
+        if _NUMBERISH.match(n_text):
+            return Command(line, "give", error=f"whole points only (rule 3): {n_text!r} is not a whole number; {GIVE_SYNTAX}")
+        return Command(line, "give", error=f"{n_text!r} is not a number of points; {GIVE_SYNTAX}")
+    n = int(n_text)
+    if n < 0:
+        return Command(line, "give", error="you cannot give negative points (rule 3): give 1 or more")
+    if n == 0:
+        return Command(line, "give", error="a gift is at least 1 point: leave out gifts of 0")
+    if n > MAX_GIFT:
+        return Command(line, "give", error=f"{n} points is far more than anybody holds")
+    return Command(line, "give", args={"amount": n, "to": to})

@@ -1,0 +1,124 @@
+"""The Fourth Game played by mail over SMTP, through a real `pbm serve`."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+GAME = "four"
+PLAYERS = {  # handle -> address (pieces 1-5 come from the address's letters)
+    "ann": "ann@example.org",        # a n n e x: 1 14 14 5 24
+    "bob": "bob@example.org",        # b o b e x: 2 15 2 5 24
+    "cid": "cid@example.org",        # c i d e x: 3 9 4 5 24
+    "dk": "dklein00@example.org",    # d k l e i: 4 11 12 5 9 (the seed's example)
+}
+
+
+def wait_for_subject(pbm, addr: str, subject: str, timeout: float = 30) -> list:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = [m for m in pbm.inbox(addr) if m["Subject"] == subject]
+        if found:
+            return found
+        time.sleep(0.1)
+    got = [m["Subject"] for m in pbm.inbox(addr)]
+    raise AssertionError(f"no mail {subject!r} to {addr}; got {got}")
+
+
+def setup_game(pbm) -> None:
+    for handle, email in PLAYERS.items():
+        pbm.register(handle, f"pw-{handle}-77", email=email)
+    pbm.new_game("sequence", GAME)
+    for handle, email in PLAYERS.items():
+        reply = pbm.text(pbm.mail(email, GAME, f"JOIN\n$$pw-{handle}-77$$"))
+        assert "accepted: you are player" in reply, reply
+
+
+def play(pbm, handle: str, *lines: str) -> str:
+    body = "\n".join(lines) + f"\n\n$$pw-{handle}-77$$\n"
+    return pbm.text(pbm.mail(PLAYERS[handle], GAME, body))
+
+
+def test_four_players_play_by_mail_up_to_the_deadline(pbm):
+    setup_game(pbm)
+    dk = pbm.text(pbm.mail(PLAYERS["dk"], GAME, "PIECES"))
+    assert "  Piece  1: value  4, multiplier 1" in dk
+    assert "  Piece  5: value  9, multiplier 5" in dk
+    assert "  Piece 10: value  6, multiplier 0" in dk
+
+    assert "accepted: you will get a mail for every play" in play(pbm, "bob", "MAIL EACH")
+    assert "accepted: no mails about plays" in play(pbm, "cid", "mail none")
+
+    reply = play(pbm, "dk", "Piece Number 3: -12, 3.")
+    assert "accepted: play 1, total -12, no multiple of 7 or 24" in reply
+    reply = play(pbm, "bob", "Piece 1: -2, 1")
+    assert "accepted: play 2, total -14 = -2 x 7, scores 5; your score 5" in reply
+    reply = play(pbm, "ann", "Piece 2: 14, 2", "Piece 3: 14, 3")
+    assert "accepted: play 3, total 0 = 0 x 7 = 0 x 24, scores 30; your score 30" in reply
+    assert "accepted: play 4, total 14 = 2 x 7, no points: nobody played between" in reply
+    reply = play(pbm, "cid", "piece 6: -6, 0")
+    assert "accepted: play 5, total 8" in reply
+    reply = play(pbm, "cid", "Piece 6: -6, 0", "Piece 7: 6, 1")
+    assert "piece 6 is used already (play 5)" in reply
+    assert "piece 7 has the point multiplier 0, not 1" in reply
+    reply = play(pbm, "dk", "Piece 1: 5, 1", "Piece 2: -11, 2")
+    assert "piece 1 has the sequence value 4, not 5" in reply
+    assert "accepted: play 6, total -3" in reply
+    reply = play(pbm, "bob", "Piece 5: 24, 5")
+    assert "accepted: play 7, total 21 = 3 x 7, scores 25; your score 30" in reply
+    # a player who has not joined
+    pbm.register("eve", "pw-eve-77", email="eve@example.org")
+    reply = pbm.text(pbm.mail("eve@example.org", GAME, "Piece 1: 5, 1\n$$pw-eve-77$$"))
+    assert "you are not a player of this game: send JOIN first" in reply
+
+    # bob asked for a mail per play: one for each play by someone else
+    pbm.settle()
+    bob_plays = [m for m in pbm.inbox(PLAYERS["bob"]) if m["Subject"].startswith(f"{GAME}: play")]
+    assert [m["Subject"] for m in bob_plays] == [
+        "four: play 1, total -12", "four: play 3, total 0", "four: play 4, total 14",
+        "four: play 5, total 8", "four: play 6, total -3"]
+    text = pbm.text(bob_plays[1])
+    assert "Play 3: ann played piece 2 (+14, multiplier 2)." in text
+    assert "The total is now 0 = 0 x 7 = 0 x 24: scores 30." in text
+    assert "    1. ann                      30" in text
+    before = {h: len(pbm.inbox(e)) for h, e in PLAYERS.items()}
+
+    # the deadline
+    pbm.run_turn(GAME)
+    for handle, email in PLAYERS.items():
+        mails = pbm.wait_for(email, before[handle] + 1)
+        (report,) = [m for m in mails if m["Subject"] == f"{GAME}: final report"]
+        text = pbm.text(report)
+        lines = text.splitlines()
+        assert "     1 dk               3   -12    3    -12  no multiple of 7 or 24" in lines
+        assert "     4 ann              3   +14    3     14  no points: nobody played between" in lines
+        assert "     7 bob              5   +24    5     21  scores 25" in lines
+        assert "  bob +70: the last play that scored (play 7)" in lines
+        assert "    1. bob                     100" in lines
+        assert "    2. ann                      30" in lines
+        assert "The winner is bob with 100 points." in lines
+    # cid chose no mails about plays: only replies and the final report
+    assert not [m for m in pbm.inbox(PLAYERS["cid"]) if m["Subject"].startswith(f"{GAME}: play")]
+
+    # after the deadline nothing counts any more
+    reply = play(pbm, "dk", "Piece 4: 5, 4")
+    assert "REFUSED" in reply and "accepted" not in reply
+
+
+def test_digest_by_mail_at_most_hourly(pbm_stopped):
+    pbm = pbm_stopped
+    start = datetime(2007, 12, 7, 12, 0, tzinfo=timezone.utc)
+    pbm.set_clock(start)
+    pbm.start()
+    setup_game(pbm)
+    ann = PLAYERS["ann"]
+    play(pbm, "dk", "Piece 3: 12, 3")
+    play(pbm, "bob", "Piece 1: 2, 1")
+    pbm.settle()
+    assert not [m for m in pbm.inbox(ann) if "plays" in m["Subject"]]  # not an hour yet
+    pbm.set_clock(start + timedelta(minutes=61))
+    (digest,) = [m for m in wait_for_subject(pbm, ann, f"{GAME}: plays 1-2, total 14")]
+    text = pbm.text(digest)
+    assert "     1 dk               3   +12    3     12  no multiple of 7 or 24" in text
+    assert "     2 bob              1    +2    1     14  scores 5" in text
+    assert "Your score: 0; pieces left: 1 2 3 4 5 6 7 8 9 10." in text

@@ -1,0 +1,51 @@
+"""Automatic mail is recorded and never answered (RFC 3834 and common practice)."""
+
+import smtplib
+
+import pytest
+
+CASES = [
+    ({"Auto-Submitted": "auto-replied"}, None, "Auto-Submitted"),
+    ({"Precedence": "bulk"}, None, "Precedence: bulk"),
+    ({"Precedence": "junk"}, None, "Precedence: junk"),
+    ({"List-Id": "<games.lists.example.org>"}, None, "mailing-list headers"),
+    ({}, "", "null envelope sender"),
+    ({}, "MAILER-DAEMON@example.org", "mailer daemon"),
+]
+
+
+@pytest.mark.parametrize("headers, envelope_from, reason", CASES)
+def test_automatic_mail_gets_no_answer(pbm, headers, envelope_from, reason):
+    frm = "MAILER-DAEMON@example.org" if envelope_from == "MAILER-DAEMON@example.org" else "robot@example.org"
+    msg = pbm.build(frm, "pbm", "help", headers=headers)
+    pbm.send_message(msg, mail_from=envelope_from)
+    pbm.settle()
+    (status, note), = pbm.sql("SELECT status, note FROM inbox")
+    assert status == "dropped" and reason in note
+    assert pbm.all_sent() == []
+
+
+def test_mail_from_our_own_domain_is_a_loop(pbm):
+    pbm.send("ring@pbm.test", "pbm", "help")
+    pbm.settle()
+    assert pbm.sql("SELECT status FROM inbox")[0][0] == "dropped"
+    assert pbm.all_sent() == []
+
+
+def test_auto_submitted_no_is_a_person(pbm):
+    reply = pbm.mail("person@example.org", "pbm", "help", subject="help")
+    assert "register HANDLE PASSWORD" in pbm.text(reply)
+
+
+def test_replies_to_one_address_are_rate_limited(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.env["PBM_REPLY_LIMIT_PER_HOUR"] = "3"
+    pbm.start()
+    for _ in range(5):
+        pbm.send("chatty@example.org", "pbm", "help")
+    pbm.settle()
+    got = pbm.inbox("chatty@example.org")
+    assert len(got) == 3
+    assert "will not answer this address again" in " ".join(pbm.text(got[-1]).split())
+    notes = [r[0] for r in pbm.sql("SELECT note FROM inbox WHERE note IS NOT NULL")]
+    assert len(notes) == 2 and all("limit 3" in n for n in notes)
