@@ -37,6 +37,11 @@ def wrap(text: str, width: int = 72) -> str:
     return "\n".join(out)
 
 
+def hang(text: str, indent: int = 2, width: int = 76) -> str:
+    """Wrap one long message line, indenting the continuation lines."""
+    return textwrap.fill(str(text), width=width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False)
+
+
 def make_environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
@@ -47,11 +52,18 @@ def make_environment() -> Environment:
         undefined=StrictUndefined,
     )
     env.filters["wrap"] = wrap
+    env.filters["hang"] = hang
     return env
 
 
+#: what help texts write between $$ signs; anything else there is masked
+PLACEHOLDERS = {"password", "yourpassword", "your password", "your-password", MASK}
+
+
 def redact(text: str, secrets: set[str]) -> str:
-    text = re.sub(r"\$\$(.+?)\$\$", "$$" + MASK + "$$", text)
+    text = re.sub(
+        r"\$\$(.+?)\$\$", lambda m: m.group(0) if m.group(1).lower() in PLACEHOLDERS else "$$" + MASK + "$$", text
+    )
     for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             text = re.sub(r"(?<!\S)" + re.escape(secret) + r"(?!\S)", MASK, text)

@@ -130,7 +130,9 @@ class Scheduler:
                 if not rules.has_turns:
                     game.reminded_for = game.next_deadline
                     continue
-                _, owing, _ = self.missing(s, game, game.next_deadline)
+                players, owing, _ = self.missing(s, game, game.next_deadline)
+                if not players:
+                    continue  # nobody to remind yet; players who join later still get one
                 for handle in owing:
                     acc = account_by_handle(s, handle)
                     if acc is None:

@@ -1,11 +1,39 @@
 """`pbm serve`: the listener, the worker, outbound delivery and the scheduler,
-each on its own thread, until SIGINT or SIGTERM."""
+until SIGINT or SIGTERM.
+
+Two processes.  The process started as `pbm serve` runs the SMTP listener and
+its group-commit writer, and nothing else; it starts a second process
+(`pbm serve --without listener`, the "back end") for the worker, outbound
+delivery and the scheduler.  They share nothing but the database and a pipe on
+which the listener says "new mail" after each commit, so the worker starts at
+once rather than at its next poll.  The point is the GIL: in one process every
+mail the worker parses and answers is time the event loop cannot accept mail
+(see docs/benchmarks.md for the figures).
+
+* The back end dies with the listener: it asks the kernel for SIGKILL when its
+  parent dies (PR_SET_PDEATHSIG), and checks its parent besides.  A SIGKILL of
+  `pbm serve` thus stops both, and a restart finds the database as the last
+  commits left it (each part is crash-safe on its own; see processing.py and
+  outbound.py).
+* A back end that exits while the listener runs is started again (after a
+  pause that grows to a minute if it keeps failing).
+* SIGTERM/SIGINT: the listener stops taking mail and finishes its commits, then
+  the back end is told to stop and waited for.
+* ``PBM_SERVE_PROCESSES=1`` keeps everything in one process (threads), as
+  before; `--without listener` never starts a second process.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import signal
+import subprocess
+import sys
 import threading
+import time
+from dataclasses import fields
 
 from pbm_server.compose import Composer
 from pbm_server.db import Database
@@ -18,12 +46,39 @@ from pbm_server.settings import Settings
 log = logging.getLogger(__name__)
 
 PARTS = ("listener", "worker", "outbound", "scheduler")
+BACKEND_PARTS = ("worker", "outbound", "scheduler")
+
+#: environment of the back end: the read end of the wake-up pipe, the parent's pid
+ENV_WAKE_FD = "PBM_INTERNAL_WAKE_FD"
+ENV_PARENT = "PBM_INTERNAL_PARENT_PID"
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux);
+    elsewhere the watcher thread in Server notices within a second."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the prctl
+        os._exit(1)
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The settings as PBM_* variables: the back end runs with exactly ours."""
+    return {"PBM_" + f.name.upper(): str(getattr(settings, f.name)) for f in fields(Settings)}
 
 
 class Server:
-    def __init__(self, settings: Settings, parts: tuple[str, ...] = PARTS):
+    def __init__(self, settings: Settings, parts: tuple[str, ...] = PARTS, processes: int | None = None):
         self.settings = settings
         self.parts = parts
+        if processes is None:
+            processes = 1 if os.environ.get("PBM_SERVE_PROCESSES", "2").strip() == "1" else 2
+        #: the worker, outbound and scheduler run in a second process
+        self.split = processes > 1 and "listener" in parts and any(p in parts for p in BACKEND_PARTS)
+        self.local_parts = ("listener",) if self.split else parts
         self.db = Database(settings.database_url)
         self.composer = Composer(settings)
         self.worker = Worker(self.db, settings, self.composer)
@@ -34,6 +89,10 @@ class Server:
         self.controller = None
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
+        self._stopping = threading.Event()
+        self._backend: subprocess.Popen | None = None
+        self._backend_lock = threading.Lock()
+        self._wake_w: int | None = None
 
     def _delivery_failed(self, session, row) -> None:
         if row.kind == "gm":
@@ -45,25 +104,115 @@ class Server:
             row.sent_at or row.next_attempt_at,
         )
 
+    # -- the back end process (listener side) ------------------------------------------
+    def _start_backend(self) -> None:
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        env = dict(os.environ)
+        env.update(settings_env(self.settings))
+        env[ENV_WAKE_FD] = str(r)
+        env[ENV_PARENT] = str(os.getpid())
+        args = [sys.executable, "-m", "pbm_server.cli", "serve", "--without", "listener"]
+        for part in BACKEND_PARTS:
+            if part not in self.parts:
+                args += ["--without", part]
+        proc = subprocess.Popen(args, env=env, pass_fds=(r,))
+        os.close(r)
+        old, self._wake_w = self._wake_w, w
+        if old is not None:
+            os.close(old)
+        self._backend = proc
+        log.info("back end (%s) started as process %d", ", ".join(p for p in BACKEND_PARTS if p in self.parts), proc.pid)
+
+    def _supervise(self) -> None:
+        pause = 1.0
+        while not self._stopping.is_set():
+            proc = self._backend
+            code = proc.wait() if proc is not None else None
+            if self._stopping.is_set():
+                return
+            log.error("the back end exited with %s; starting it again in %.0f s", code, pause)
+            if self._stopping.wait(pause):
+                return
+            with self._backend_lock:
+                if self._stopping.is_set():
+                    return
+                started = time.monotonic()
+                self._start_backend()
+            pause = 1.0 if time.monotonic() - started > 60 else min(pause * 2, 60.0)
+
+    def _wake_backend(self) -> None:
+        w = self._wake_w
+        if w is None:
+            return
+        try:
+            os.write(w, b"!")
+        except (BlockingIOError, BrokenPipeError, OSError):
+            pass  # the pipe is full (the worker is awake anyway) or the back end is gone
+
+    # -- the back end process (its own side) ----------------------------------------------
+    def _listen_for_wakeups(self, fd: int) -> None:
+        while not self._stopping.is_set():
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return
+            if not data:
+                return  # the listener is gone
+            self.worker.wake.set()
+
+    def _watch_parent(self, parent: int) -> None:
+        while not self._stopping.wait(1.0):
+            if os.getppid() != parent:
+                log.error("pbm serve (the listener) is gone; the back end stops")
+                os._exit(1)
+
+    # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:
+        wake_fd = os.environ.pop(ENV_WAKE_FD, None)
+        parent = os.environ.pop(ENV_PARENT, None)
+        if parent:
+            _die_with_parent(int(parent))
+            threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
         self.db.upgrade()
         for name, target in (("worker", self.worker.run), ("outbound", self.outbound.run), ("scheduler", self.scheduler.run)):
-            if name in self.parts:
+            if name in self.local_parts:
                 t = threading.Thread(target=target, name=name, daemon=True)
                 t.start()
                 self.threads.append(t)
-        if "listener" in self.parts:
-            self.writer = IntakeWriter(self.db, on_commit=self.worker.wake.set)
+        if wake_fd:
+            threading.Thread(target=self._listen_for_wakeups, args=(int(wake_fd),), name="wake-pipe", daemon=True).start()
+        if self.split:
+            with self._backend_lock:
+                self._start_backend()
+            threading.Thread(target=self._supervise, name="back-end-supervisor", daemon=True).start()
+        if "listener" in self.local_parts:
+            on_commit = self._wake_backend if self.split else self.worker.wake.set
+            self.writer = IntakeWriter(self.db, on_commit=on_commit)
             handler = InboundHandler(self.settings, self.writer, GameNames(self.db))
             self.controller = make_controller(self.settings, handler)
             self.controller.start()
-        log.info("pbm serve: %s on %s, domain %s", ", ".join(self.parts), self.settings.listen, self.settings.domain)
+        log.info("pbm serve: %s on %s, domain %s%s", ", ".join(self.local_parts), self.settings.listen, self.settings.domain,
+                 f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)} in process {self._backend.pid}" if self.split else "")
 
     def stop(self) -> None:
+        self._stopping.set()
         if self.controller is not None:
             self.controller.stop()
         if self.writer is not None:
             self.writer.close()
+        with self._backend_lock:
+            proc = self._backend
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._wake_w is not None:
+            os.close(self._wake_w)
+            self._wake_w = None
         self.worker.stop()
         self.outbound.stop()
         self.scheduler.stop()
@@ -81,8 +230,9 @@ class Server:
         signal.signal(signal.SIGINT, _signal)
         signal.signal(signal.SIGTERM, _signal)
         self.start()
-        print(f"pbm-server listening on {self.settings.listen} for @{self.settings.domain}; outbound to "
-              f"{self.settings.relay or 'Maildir ' + self.settings.maildir}", flush=True)
+        if "listener" in self.local_parts:
+            print(f"pbm-server listening on {self.settings.listen} for @{self.settings.domain}; outbound to "
+                  f"{self.settings.relay or 'Maildir ' + self.settings.maildir}", flush=True)
         while not done.wait(0.5):
             pass
         self.stop()

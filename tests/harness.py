@@ -294,6 +294,11 @@ class PbmServer:
         part = msg.get_body(preferencelist=("plain",))
         return part.get_content().replace("\r\n", "\n") if part is not None else ""
 
+    @classmethod
+    def flat(cls, msg: EmailMessage) -> str:
+        """The text part with all runs of white space made one space (wrapping-proof)."""
+        return " ".join(cls.text(msg).split())
+
     @staticmethod
     def html(msg: EmailMessage) -> str | None:
         part = msg.get_body(preferencelist=("html",))

@@ -265,7 +265,7 @@ class CurioRules(Rules):
             end = self._end_headline(board)
             head = f"{head} {end}"
             subject = f"Curio board {board.number}: game over"
-        elif board.position.to_move == opponent(side):
+        else:
             subject = f"Curio board {board.number}: your move ({me} played {move})"
         mail.reply(board, side, head)
         mail.tell(them, board, opponent(side), head, subject)

@@ -28,8 +28,8 @@ from games.curio.model import DARK, LIGHT, SIDE_NAME, Piece, Position, Square
 LAST_MOVES = 6
 
 LEGEND_PLAYER = (
-    "[4] your piece, (1) an enemy piece: the face you see; a turned piece shows\n"
-    "both faces, the one toward you first (your pieces' first digit is their range)."
+    "[4] your piece, (1) an enemy piece: the face you see. A turned piece shows\n"
+    "both faces, the one toward you first (on your pieces: the range)."
 )
 LEGEND_OBSERVER = (
     "[ ] Light's pieces, ( ) Dark's pieces; ? is a face only the players know;\n"
@@ -109,14 +109,15 @@ def parse_ascii_board(text: str) -> dict[str, str]:
 
 def status_line(board: Board, viewer_side: str | None) -> str:
     pos = board.position
+    after = f"after {pos.ply} move{'' if pos.ply == 1 else 's'}"
     if board.status == "declined":
         return f"The challenge was declined: {board.reason}."
     if board.status == "finished":
         if board.winner:
             won = "You won" if board.side_of(board.winner) == viewer_side and viewer_side \
                 else f"{board.winner} ({SIDE_NAME[board.side_of(board.winner)]}) won"
-            return f"Game over after {pos.ply} moves. {won}: {board.reason}."
-        return f"Game over after {pos.ply} moves: a draw, {board.reason}."
+            return f"Game over {after}. {won}: {board.reason}."
+        return f"Game over {after}: a draw, {board.reason}."
     mover = board.handle(pos.to_move)
     if viewer_side == pos.to_move:
         return f"It is your move (move {pos.ply + 1})."

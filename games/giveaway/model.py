@@ -32,7 +32,7 @@ def key(handle: str) -> str:
     return handle.casefold()
 
 
-@dataclass
+@dataclass(slots=True)
 class Gift:
     amount: int
     to: str  # recipient handle as registered
@@ -41,7 +41,7 @@ class Gift:
         return f"GIVE {self.amount} TO {self.to}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Player:
     handle: str
     holding: int = START_HOLDING
@@ -54,7 +54,7 @@ class Player:
         return key(self.handle)
 
 
-@dataclass
+@dataclass(slots=True)
 class Game:
     no_order: str = "forfeit"
     round_limit: int = 0  # 0: no limit
@@ -97,7 +97,8 @@ class Game:
 
     # -- JSON -------------------------------------------------------------
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "Game":
+    def from_state(cls, state: dict[str, Any], check: bool = False) -> "Game":
+        """The game in ``state``; ``check``: validate it fully (imports)."""
         try:
             if state.get("schema") != SCHEMA:
                 raise GameError(f"unknown giveaway state schema {state.get('schema')!r}, expected {SCHEMA}")
@@ -128,7 +129,8 @@ class Game:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise GameError(f"not a giveaway state: {exc.__class__.__name__} {exc}") from None
-        game.validate()
+        if check:
+            game.validate()
         return game
 
     def to_state(self) -> dict[str, Any]:

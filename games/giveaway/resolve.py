@@ -22,7 +22,7 @@ from games.giveaway.model import (
 from games.giveaway.rings import TANGLE_LOOPS, RingAnalysis, find_rings
 
 
-@dataclass
+@dataclass(slots=True)
 class PlayerRound:
     handle: str
     holding: int
@@ -45,7 +45,7 @@ class PlayerRound:
         return self.score + ROUND_BONUS
 
 
-@dataclass
+@dataclass(slots=True)
 class RoundResult:
     round: int
     players: list[PlayerRound]  # active players, join order; ring members index this list
@@ -64,35 +64,48 @@ class RoundResult:
 
 def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundResult:
     active = game.active
-    index = {p.key: i for i, p in enumerate(active)}
-    rows = [PlayerRound(p.handle, p.holding, ordered=p.key in game.orders) for p in active]
+    handles = [p.handle for p in active]
+    # held orders name active players only (LEAVE drops the others), by their
+    # registered spelling; the casefold lookup is a fallback for imported states
+    by_handle = {h: i for i, h in enumerate(handles)}
+    by_key = {key(h): i for i, h in enumerate(handles)}
+    orders = game.orders
+    rows = [PlayerRound(p.handle, p.holding, ordered=p.key in orders) for p in active]
     out: list[dict[int, int]] = [{} for _ in active]
     for i, p in enumerate(active):
-        for gift in game.orders.get(p.key, []):
-            j = index[key(gift.to)]  # held orders name active players only (LEAVE drops the others)
-            out[i][j] = out[i].get(j, 0) + gift.amount
+        gifts = orders.get(p.key)
+        if not gifts:
+            continue
+        mine = out[i]
+        for gift in gifts:
+            j = by_handle.get(gift.to)
+            if j is None:
+                j = by_key[key(gift.to)]
+            mine[j] = mine.get(j, 0) + gift.amount
     for i, gifts in enumerate(out):
+        giver = handles[i]
+        gave = rows[i].gave
         for j, n in gifts.items():
-            rows[i].gave.append((active[j].handle, n))
-            rows[j].received.append((active[i].handle, n))
+            gave.append((handles[j], n))
+            rows[j].received.append((giver, n))
     # No order: the holding is forfeited, or split evenly among the others.
     others = len(active) - 1
-    for i, row in enumerate(rows):
-        if row.ordered:
-            continue
-        if game.no_order == "split" and others > 0:
-            each = row.holding // others
-            for j, other in enumerate(rows):
-                if j != i:
-                    other.share += each
-            row.forfeited = row.holding - each * others
-        else:
-            row.forfeited = row.holding
+    if game.no_order == "split" and others > 0:
+        each = [0 if row.ordered else row.holding // others for row in rows]
+        pool = sum(each)
+        for row, own in zip(rows, each):
+            row.share = pool - own
+            if not row.ordered:
+                row.forfeited = row.holding - own * others
+    else:
+        for row in rows:
+            if not row.ordered:
+                row.forfeited = row.holding
 
     analysis = find_rings(out, tangle_loops)
-    for i, bonus in enumerate(analysis.bonuses(len(active))):
-        rows[i].bonus = bonus
-        rows[i].total()
+    for row, bonus in zip(rows, analysis.bonuses(len(active))):
+        row.bonus = bonus
+        row.total()
 
     result = RoundResult(game.round, rows, analysis)
     _decide_end(result, game.round_limit)

@@ -101,16 +101,21 @@ def find_rings(out: Gifts, tangle_loops: int | None = TANGLE_LOOPS) -> RingAnaly
     ``tangle_loops=None`` searches every circle however tangled (exponential in
     the worst case: for tests against a brute-force enumerator only)."""
     result = RingAnalysis()
-    # Two-player rings: equal gifts both ways.
-    for u, gifts in enumerate(out):
-        for v, x in gifts.items():
-            if u < v and out[v].get(u) == x:
-                result.rings.append(Ring(x, (u, v)))
-
     by_amount: dict[int, dict[int, list[int]]] = {}
     for u, gifts in enumerate(out):
         for v, x in gifts.items():
-            by_amount.setdefault(x, {}).setdefault(u, []).append(v)
+            # Two-player rings: equal gifts both ways.
+            if u < v and out[v].get(u) == x:
+                result.rings.append(Ring(x, (u, v)))
+            succ = by_amount.get(x)
+            if succ is None:
+                by_amount[x] = {u: [v]}
+            else:
+                vs = succ.get(u)
+                if vs is None:
+                    succ[u] = [v]
+                else:
+                    vs.append(v)
 
     for x in sorted(by_amount):
         succ = by_amount[x]
@@ -180,42 +185,49 @@ def strongly_connected(succ: dict[int, list[int]]) -> list[list[int]]:
     stack: list[int] = []
     comps: list[list[int]] = []
     counter = 0
+    push, pop = stack.append, stack.pop
     for root in succ:
         if root in index:
             continue
         index[root] = low[root] = counter
         counter += 1
-        stack.append(root)
+        push(root)
         on_stack.add(root)
         work = [(root, iter(succ[root]))]
         while work:
             v, it = work[-1]
             for w in it:
-                if w not in succ:
-                    continue
                 if w not in index:
+                    if w not in succ:
+                        continue
                     index[w] = low[w] = counter
                     counter += 1
-                    stack.append(w)
+                    push(w)
                     on_stack.add(w)
                     work.append((w, iter(succ[w])))
                     break
-                if w in on_stack and index[w] < low[v]:
-                    low[v] = index[w]
+                if w in on_stack:
+                    iw = index[w]
+                    if iw < low[v]:
+                        low[v] = iw
             else:
                 work.pop()
+                lv = low[v]
                 if work:
                     u = work[-1][0]
-                    if low[v] < low[u]:
-                        low[u] = low[v]
-                if low[v] == index[v]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
+                    if lv < low[u]:
+                        low[u] = lv
+                if lv == index[v]:
+                    w = pop()
+                    on_stack.discard(w)
+                    if w == v:
+                        comps.append([v])
+                        continue
+                    comp = [w]
+                    while w != v:
+                        w = pop()
                         on_stack.discard(w)
                         comp.append(w)
-                        if w == v:
-                            break
                     comps.append(comp)
     return comps
 

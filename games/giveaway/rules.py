@@ -112,7 +112,7 @@ class GiveawayRules(Rules):
     def import_state(self, data: dict[str, Any]) -> State:
         if not isinstance(data, dict):
             raise GameError("a giveaway state is a JSON object")
-        return Game.from_state(data).to_state()
+        return Game.from_state(data, check=True).to_state()
 
     def export_state(self, state: State) -> dict[str, Any]:
         return Game.from_state(state).to_state()

@@ -153,8 +153,6 @@ class RmpmRules(Rules):
         if other and other.handle != handle:
             return (f"the abbreviation {abbr!r} is taken by {other.alias}; choose another 2 letters "
                     f"or digits"), ""
-        if abbr == "**":
-            return "'**' marks encounters on the board; choose another abbreviation", ""
         probe = me or Player(handle=handle, number=0, abbr=abbr, alias=alias, chips=None)
         why = placement_refusal(game, probe, fields)
         if why:
@@ -213,13 +211,12 @@ class RmpmRules(Rules):
             errors[good[k]] = msg
         previous = game.orders.get(handle)
         if errors:
+            where = ", ".join(cmds[j].line.where for j in sorted(errors))
             for j, c in enumerate(cmds):
                 if j in errors:
                     refuse(idx[j], errors[j])
                 else:
-                    results[idx[j]] = Result(c.line, True,
-                                             "valid, but not taken: another order line was refused",
-                                             c.text)
+                    refuse(idx[j], f"valid, but not taken: {where} of this mail was refused")
             keep = ("your previous orders stay in force" if previous
                     else "you have no orders for this week yet")
             out.sections.append(Section(
@@ -382,7 +379,7 @@ def report_data(game: Game) -> dict:
     return data
 
 
-HELP = f"""{RmpmRules.summary}
+HELP = textwrap.fill(RmpmRules.summary, width=76) + f"""
 
 Send commands to the game's address with $$yourpassword$$ in the mail.
   JOIN <abbr> <field> <field> <alias>   e.g. JOIN bd 01-05 25-10 blue dragon

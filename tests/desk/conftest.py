@@ -12,8 +12,8 @@ GM_PW = "gm-secret9"
 PLAYERS = ("alice", "bob", "carol")
 #: a ring: everybody gives all three points to the next player
 RING = {"alice": "bob", "bob": "carol", "carol": "alice"}
-#: Friday before the first Saturday deadline
-T0 = "2026-11-20T10:00:00+00:00"
+#: Thursday before the first Saturday deadline (before the reminder window)
+T0 = "2026-11-19T10:00:00+00:00"
 DEADLINE = "every Saturday 03:00 UTC"
 
 

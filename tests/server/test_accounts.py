@@ -4,7 +4,7 @@
 def test_register_help_and_games(pbm):
     email = pbm.register("alice", "wonderland1")
     reply = pbm.mail(email, "pbm", "help\ngames\nhelp giveaway")
-    text = pbm.text(reply)
+    text = pbm.flat(reply)
     assert "register HANDLE PASSWORD" in text
     assert "No games are running yet." in text
     assert "Giveaway (giveaway)" in text
@@ -16,15 +16,15 @@ def test_register_help_and_games(pbm):
 
 def test_register_refusals_name_the_problem(pbm):
     pbm.register("alice", "wonderland1")
-    text = pbm.text(pbm.mail("other@example.org", "pbm", "register alice another-pass"))
+    text = pbm.flat(pbm.mail("other@example.org", "pbm", "register alice another-pass"))
     assert "REFUSED" in text and "the handle alice is taken" in text
-    text = pbm.text(pbm.mail("alice@example.org", "pbm", "signup alice2 another-pass"))
+    text = pbm.flat(pbm.mail("alice@example.org", "pbm", "signup alice2 another-pass"))
     assert "already registered as alice" in text
-    text = pbm.text(pbm.mail("carol@example.org", "pbm", "register carol abc"))
+    text = pbm.flat(pbm.mail("carol@example.org", "pbm", "register carol abc"))
     assert "at least 6 characters" in text
-    text = pbm.text(pbm.mail("carol@example.org", "pbm", "register 9carol password1"))
+    text = pbm.flat(pbm.mail("carol@example.org", "pbm", "register 9carol password1"))
     assert "cannot be a handle" in text
-    text = pbm.text(pbm.mail("carol@example.org", "pbm", "register carol"))
+    text = pbm.flat(pbm.mail("carol@example.org", "pbm", "register carol"))
     assert "expected: register HANDLE PASSWORD" in text
     rows = pbm.sql("SELECT handle FROM accounts ORDER BY id")
     assert [r[0] for r in rows] == ["alice"]
@@ -33,30 +33,30 @@ def test_register_refusals_name_the_problem(pbm):
 def test_password_change(pbm):
     email = pbm.register("bob", "first-pass1")
     pbm.secrets.update({"second-pass2", "wrong-old-pass"})
-    text = pbm.text(pbm.mail(email, "pbm", "password bob wrong-old-pass second-pass2"))
+    text = pbm.flat(pbm.mail(email, "pbm", "password bob wrong-old-pass second-pass2"))
     assert "do not match; nothing was changed" in text
-    text = pbm.text(pbm.mail("mallory@example.org", "pbm", "password bob first-pass1 second-pass2"))
+    text = pbm.flat(pbm.mail("mallory@example.org", "pbm", "password bob first-pass1 second-pass2"))
     assert "do not match; nothing was changed" in text
-    text = pbm.text(pbm.mail(email, "pbm", "password bob first-pass1 second-pass2"))
+    text = pbm.flat(pbm.mail(email, "pbm", "password bob first-pass1 second-pass2"))
     assert "your password is changed" in text
     pbm.new_game("giveaway", "ring")
-    ok = pbm.text(pbm.mail(email, "ring", "JOIN\n$$second-pass2$$"))
+    ok = pbm.flat(pbm.mail(email, "ring", "JOIN\n$$second-pass2$$"))
     assert "does not match" not in ok
-    old = pbm.text(pbm.mail(email, "ring", "JOIN\n$$first-pass1$$"))
+    old = pbm.flat(pbm.mail(email, "ring", "JOIN\n$$first-pass1$$"))
     assert "does not match the account bob" in old
 
 
 def test_subject_line_carries_a_command(pbm):
     reply = pbm.mail("dora@example.org", "pbm", "", subject="register dora explorer99")
-    assert "registered as dora" in pbm.text(reply)
+    assert "registered as dora" in pbm.flat(reply)
     # the password in the Subject is not echoed in the reply's Subject either
     assert "explorer99" not in reply["Subject"]
 
 
 def test_unknown_command_and_empty_mail(pbm):
-    text = pbm.text(pbm.mail("x@example.org", "pbm", "frobnicate now"))
+    text = pbm.flat(pbm.mail("x@example.org", "pbm", "frobnicate now"))
     assert "unknown command 'frobnicate'" in text and "register" in text
-    text = pbm.text(pbm.mail("x@example.org", "pbm", "\n\n", subject=""))
+    text = pbm.flat(pbm.mail("x@example.org", "pbm", "\n\n", subject=""))
     assert "held no commands" in text
 
 
@@ -65,11 +65,11 @@ def test_wrong_password_to_a_game_changes_nothing(pbm):
     pbm.new_game("giveaway", "ring")
     before = pbm.sql("SELECT version, state FROM games WHERE name='ring'")
     pbm.secrets.add("not-my-password")
-    text = pbm.text(pbm.mail(alice, "ring", "JOIN\n$$not-my-password$$"))
+    text = pbm.flat(pbm.mail(alice, "ring", "JOIN\n$$not-my-password$$"))
     assert "does not match the account alice" in text and "nothing was done" in text
     assert pbm.sql("SELECT version, state FROM games WHERE name='ring'") == before
     # the right password from another address is refused too
-    text = pbm.text(pbm.mail("mallory@example.org", "ring", "JOIN\n$$wonderland1$$"))
+    text = pbm.flat(pbm.mail("mallory@example.org", "ring", "JOIN\n$$wonderland1$$"))
     assert "No account is registered for mallory@example.org" in text
     assert pbm.sql("SELECT version, state FROM games WHERE name='ring'") == before
     audit = pbm.sql("SELECT action FROM audit_log WHERE action='bad password'")

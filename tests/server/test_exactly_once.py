@@ -70,11 +70,11 @@ def test_a_mail_that_breaks_the_worker_is_shunted_and_the_gm_told(pbm_stopped):
     pbm.send("sam@example.org", "pbm", "register sam shunt-pass1", subject="break-the-worker")
     pbm.secrets.add("shunt-pass1")
     gm_mail = pbm.wait_for("gm@example.org", 1)[0]
-    assert "could not be processed and was set aside" in pbm.text(gm_mail)
+    assert "could not be processed and was set aside" in pbm.flat(gm_mail)
     assert pbm.sql("SELECT status FROM inbox")[0][0] == "shunted"
     # the transaction was rolled back: no account was made
     assert pbm.sql("SELECT count(*) FROM accounts")[0][0] == 0
     # the worker goes on
-    assert "registered as sue" in pbm.text(pbm.mail("sue@example.org", "pbm", "register sue other-pass1"))
+    assert "registered as sue" in pbm.flat(pbm.mail("sue@example.org", "pbm", "register sue other-pass1"))
     status = pbm.cli("mail", "status").stdout
     assert "shunted 1" in status

@@ -34,6 +34,12 @@ def expected_token(piece: Piece | None, viewer: str | None) -> str:
     return f"[{faces}]" if piece.side == viewer else f"({faces})"
 
 
+def flat(text: str) -> str:
+    """The mail text with all runs of white space made one space (the server
+    wraps long lines)."""
+    return " ".join(text.split())
+
+
 def boards_in(text: str) -> list[tuple[int, dict[str, str]]]:
     """(after move N, square -> token) for every board drawn in a mail."""
     found = []
@@ -82,25 +88,25 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
     A, B, C = (f"{w}@example.org" for w in ("alice", "bob", "carol"))
 
     reply = pbm.mail(A, "pbm", "curio challenge -base=3 -cols=3 -draw_moves=8 alice bob")
-    text = pbm.text(reply)
+    text = flat(pbm.text(reply))
     assert "accepted: board 101: alice (Light) vs bob (Dark), alice moves first" in text
     assert "you play Light" in text and "It is your move (move 1)." in text
     bob_mail = pbm.wait_for(B, 2)[-1]
-    assert "alice has challenged you to Curio on board 101; you play Dark." in pbm.text(bob_mail)
+    assert "alice has challenged you to Curio on board 101; you play Dark." in flat(pbm.text(bob_mail))
     assert pbm.html(bob_mail) is not None and "<table" in pbm.html(bob_mail)
 
     reply = pbm.mail(C, "pbm", "curio subscribe 101")
-    assert "you will get every move on board 101 (observer's view)" in pbm.text(reply)
+    assert "you will get every move on board 101 (observer's view)" in flat(pbm.text(reply))
 
     # a move the rules do not allow: refused with the reason, the board from alice's side
     reply = pbm.mail(A, "pbm", f"curio move 101 alice {PW['alice']} a1-b3")
     text = pbm.text(reply)
-    assert "REFUSED" in text and "illegal move: a1 to b3 is not a straight line" in text
+    assert "REFUSED" in flat(text) and "illegal move: a1 to b3 is not a straight line" in flat(text)
     assert "curio move 101 alice **** a1-b3" in text and PW["alice"] not in text
     assert "you play Light" in text and boards_in(text)[0][0] == 0
     # and a move out of turn
     reply = pbm.mail(B, "curio", f"move 101 bob {PW['bob']} a4-a3")
-    assert "it is alice's move on board 101, not yours" in pbm.text(reply)
+    assert "it is alice's move on board 101, not yours" in flat(pbm.text(reply))
 
     setup = Setup(base=3, cols=3, draw_moves=8)
     players = {LIGHT: ("alice", A), DARK: ("bob", B)}
@@ -117,21 +123,21 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
         # Light writes to pbm@ with the curio prefix, Dark to the game's own address
         reply = pbm.mail(addr, "pbm" if side == LIGHT else "curio",
                          ("curio " + line) if side == LIGHT else line)
-        text = pbm.text(reply)
+        text = flat(pbm.text(reply))
         assert f"accepted: {move} on board 101" in text, text
         played += 1
         over = "Game over" in text
         pbm.wait_for(other_addr, waiting[0] + 1)
         pbm.wait_for(C, waiting[1] + 1)
         if played == 2:  # the same mail again: refused, nothing happens twice
-            again = pbm.text(pbm.mail(addr, "curio", line))
+            again = flat(pbm.text(pbm.mail(addr, "curio", line)))
             assert "move #2 has already been played on board 101; the next is move #3" in again
         side = DARK if side == LIGHT else LIGHT
     pbm.settle()
 
     # the end is in both players' last mails and the observer's
     for addr in (A, B, C):
-        assert "Game over" in pbm.text(pbm.inbox(addr)[-1])
+        assert "Game over" in flat(pbm.text(pbm.inbox(addr)[-1]))
 
     # replay the game from its seed and moves, as exported
     doc = json.loads(pbm.cli("game", "export", "curio").stdout)
@@ -181,8 +187,8 @@ def test_show_and_showas_by_mail(pbm):
     assert own == [1, 2, 2, 3, 3, 3, 4, 4, 4, 4]  # the larger face of each own piece
     assert enemy == [1, 1, 1, 1, 2, 2, 2, 3, 3, 4]  # the smaller face of each enemy piece
     assert "curio showas alice **** 101" in text and PW["alice"] not in text
-    text = pbm.text(pbm.mail(B, "pbm", f"curio showas alice {PW['alice']} 101"))
+    text = flat(pbm.text(pbm.mail(B, "pbm", f"curio showas alice {PW['alice']} 101")))
     assert "REFUSED" in text and PW["alice"] not in text
-    text = pbm.text(pbm.mail(A, "pbm", f"curio resign 101 alice {PW['alice']}"))
+    text = flat(pbm.text(pbm.mail(A, "pbm", f"curio resign 101 alice {PW['alice']}")))
     assert "accepted: challenge declined on board 101" in text
-    assert "alice declined the challenge on board 101" in pbm.text(pbm.wait_for(B, 3)[-1])
+    assert "alice declined the challenge on board 101" in flat(pbm.text(pbm.wait_for(B, 3)[-1]))

@@ -339,8 +339,8 @@ def test_a_win_is_announced_to_both():
     assert out.sections[0].data["headlines"] == [expected]
     assert out.notices[0].data["headlines"] == [expected]
     assert out.notices[0].subject == "Curio board 101: game over"
-    assert out.sections[0].data["status"] == "Game over after 1 moves. You won: Light captured all royal pieces."
-    assert out.notices[0].data["status"] == ("Game over after 1 moves. alice (Light) won: Light captured "
+    assert out.sections[0].data["status"] == "Game over after 1 move. You won: Light captured all royal pieces."
+    assert out.notices[0].data["status"] == ("Game over after 1 move. alice (Light) won: Light captured "
                                              "all royal pieces.")
     assert t.board().winner == "alice"
 
@@ -380,7 +380,7 @@ def test_resign_after_a_move_gives_the_game_to_the_opponent():
     assert out.results[0].message == "accepted: resigned on board 101"
     board = t.board()
     assert (board.status, board.winner, board.reason) == ("finished", "bob", "alice resigned")
-    assert out.notices[0].data["status"] == "Game over after 1 moves. You won: alice resigned."
+    assert out.notices[0].data["status"] == "Game over after 1 move. You won: alice resigned."
 
 
 def test_draw_proposed_and_accepted():
@@ -537,3 +537,28 @@ def test_view_and_players_and_help():
     [section] = RULES.view(t.state, None)
     assert "observer's view" in section.text and "[?]" in section.text
     assert "curio move <board> <userid> <password> <from>-<to>[#<move number>]" in RULES.help_text()
+
+
+def test_the_templates_draw_the_same_board_in_text_and_html():
+    import re
+
+    from pbm_server.compose import make_environment
+
+    env = make_environment()
+    t = started()
+    t.send("carol", "curio subscribe 101")
+    t.play_until(lambda b: any(p.revealed for p in b.position.pieces.values()))
+    board = t.board()
+    mover = board.handle(DARK if board.position.to_move == LIGHT else LIGHT)
+    out = t.send(mover, f"curio showas {mover} {PASSWORDS[mover]} 101", "curio show 101")
+    for section, viewer in zip(out.sections, (board.side_of(mover), None)):
+        text = env.get_template("curio/board.txt").render(**section.data)
+        html = env.get_template("curio/board.html").render(**section.data)
+        shown = parse_ascii_board(text)
+        assert shown == grid(section.data)
+        assert_view_allowed(board, section.data, viewer)
+        cells = dict(re.findall(r'title="([a-z][0-9]+)"[^>]*>([^<]*)</td>', html))
+        assert cells == shown
+        assert f"Position after move {board.position.ply}:" in text
+        board_lines = set(section.data["grid"].splitlines())
+        assert all(len(line) <= 78 for line in text.splitlines() if line not in board_lines)

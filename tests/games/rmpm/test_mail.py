@@ -133,8 +133,8 @@ def test_mail_with_a_refused_line_keeps_the_previous_set(t):
     st = t.position({"a": {"chips": ["05-05", "20-20"]}})
     st = t.mail(st, "a", "05-05 -> 05-06", "20-20 -> 21-20").state
     out = t.mail(st, "a", "05-05 -> 04-05", "20-20 -> 20-19", "F 05-05 x -> l")
-    assert [r.ok for r in out.results] == [True, True, False]
-    assert out.results[0].message == "valid, but not taken: another order line was refused"
+    assert [r.ok for r in out.results] == [False, False, False]
+    assert out.results[0].message == "valid, but not taken: line 3 of this mail was refused"
     assert out.results[2].message.startswith("unknown command 'F'") or "expected F" in out.results[2].message
     assert out.orders == {"a": ["05-05 -> 05-06", "20-20 -> 21-20"]}
     assert out.sections[0].title == "Orders not changed"
@@ -357,3 +357,24 @@ def test_apply_one_result_per_line_and_week_runs(texts, who):
         assert out.state["orders"] == before["orders"] and out.state["players"] == before["players"]
     week = RULES.run_turn(out.state, ctx)
     assert week.turn_done and RULES.import_state(week.state) == week.state
+
+
+def test_empty_game_week_and_leave_then_cancel(t):
+    out = t.week(new(t))
+    text = t.server_text(out.notices[0].data)
+    assert "(nobody was on the board)" in text and "CHAMPION" not in text
+    st = t.position({"a": {"chips": ["05-05", "20-20"]}, "b": {"chips": ["06-06", "21-21"]}})
+    st = t.mail(st, "a", "LEAVE").state
+    out = t.mail(st, "a", "CANCEL")
+    assert out.results[0].ok and out.orders == {"a": []}
+    out = t.week(out.state)
+    assert list(out.state["players"]) == ["a", "b"] and out.left == []
+
+
+def test_only_fence_and_exchange_orders_give_mn_0(t):
+    st = t.position({"a": {"chips": ["05-13", "20-20"], "an": 7, "pn": 10}})
+    out = t.week(t.orders(st, a=["F 05-13 r -> u", "E 05-12 <-> 05-14"]))
+    a = out.state["players"]["a"]
+    assert (a["an"], a["pn"], a["chips"]) == (7, 10, ["05-13", "20-20"])
+    assert t.row(t.text(out.notices[0].data), "01").endswith(" 0 7 10")
+    assert "04-13 d" in out.state["fences"] and "05-13 r" not in out.state["fences"]

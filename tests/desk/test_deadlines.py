@@ -1,0 +1,199 @@
+"""Deadlines on a controllable clock: exactly once across restarts and two
+schedulers, reminders once, early processing, grace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+from tests.desk.conftest import PLAYERS, T0
+
+
+def test_missed_deadline_runs_once_after_restart(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    for p in PLAYERS:
+        t.order(p)
+    pbm.stop()
+    pbm.set_clock("2026-11-21T09:00:00+00:00")  # the Saturday 03:00 deadline passed while stopped
+    pbm.start()
+    for p in PLAYERS:
+        report = t.wait_mails(p, "round 1 report")
+        assert len(report) == 1
+    assert t.turn() == 2 and t.runs() == 1
+    body = pbm.text(report[0])
+    assert "Next deadline: Sat 2026-11-28 03:00 UTC" in body
+
+    # a restart right after the run does not run it again; to see the
+    # scheduler has looked, move into the reminder window of the next deadline
+    pbm.stop()
+    pbm.start()
+    pbm.set_clock("2026-11-27T04:00:00+00:00")
+    t.wait_mails("alice", "reminder")
+    pbm.settle()
+    assert t.turn() == 2 and t.runs() == 1
+    for p in PLAYERS:
+        assert len(t.mails(p, "round 1 report")) == 1
+
+
+def test_two_serve_processes_run_a_deadline_once(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    for p in PLAYERS:
+        t.order(p)
+    # two more `pbm serve` processes on the same database, scheduler only
+    others = []
+    for i in range(2):
+        log = open(pbm.tmp / f"other{i}.log", "ab")
+        others.append(subprocess.Popen(
+            [sys.executable, "-m", "pbm_server.cli", "serve", "--without", "listener", "--without", "worker", "--without", "outbound"],
+            env=pbm.env, cwd=pbm.tmp, stdout=log, stderr=subprocess.STDOUT,
+        ))
+    try:
+        pbm.set_clock("2026-11-21T03:00:00+00:00")
+        for p in PLAYERS:
+            t.wait_mails(p, "round 1 report")
+        # and into the next reminder window: one reminder, from one of them
+        pbm.set_clock("2026-11-27T04:00:00+00:00")
+        t.wait_mails("alice", "reminder")
+        pbm.settle()
+    finally:
+        for proc in others:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert t.runs() == 1 and t.turn() == 2
+    for p in PLAYERS:
+        assert len(t.mails(p, "round 1 report")) == 1
+        assert len(t.mails(p, "reminder")) == 1
+
+
+def test_two_schedulers_racing_in_one_process_run_once(pbm_stopped, monkeypatch):
+    """Two Scheduler objects released at the same moment on one SQLite file."""
+    from pbm_server.compose import Composer
+    from pbm_server.db import Database
+    from pbm_server.gameplay import Mailer
+    from pbm_server.scheduler import Scheduler
+    from pbm_server.settings import load_settings
+    from tests.desk.conftest import Table
+
+    pbm_stopped.set_clock(T0)
+    pbm_stopped.start()
+    t = Table(pbm_stopped).setup()
+    for p in PLAYERS:
+        t.order(p)
+    pbm_stopped.stop()
+    pbm_stopped.set_clock("2026-11-21T03:30:00+00:00")
+    monkeypatch.setenv("PBM_CLOCK_FILE", str(pbm_stopped.clock_file))
+    settings = load_settings(pbm_stopped.env)
+    ran = []
+    barrier = threading.Barrier(2)
+
+    def one():
+        db = Database(pbm_stopped.db_url)
+        sched = Scheduler(db, settings, Mailer(Composer(settings)))
+        barrier.wait()
+        ran.append(sched.run_due())
+        db.dispose()
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert sorted(ran) == [0, 1]
+    assert t.runs() == 1 and t.turn() == 2
+    queued = pbm_stopped.sql("SELECT count(*) FROM outbox WHERE kind = 'report'")[0][0]
+    assert queued == 3  # one report per player
+
+
+def test_reminders_go_once_to_players_without_orders(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    t.order("alice")
+    pbm.mail("bob@example.org", "pbm", "timezone Europe/Zurich\n$$secret-pw1$$")
+    pbm.set_clock("2026-11-20T04:00:00+00:00")  # 23 hours before Saturday 03:00
+    bob = t.wait_mails("bob", "reminder")
+    carol = t.wait_mails("carol", "reminder")
+    text = pbm.text(bob[0])
+    assert "no orders from you yet for round 1 of g1" in text
+    assert "Sat 2026-11-21 03:00 UTC (Sat 2026-11-21 04:00 Europe/Zurich)" in text
+    assert "04:00 Europe/Zurich" not in pbm.text(carol[0])
+    pbm.settle()
+    assert t.mails("alice", "reminder") == []
+    # a restart inside the window sends nothing again
+    pbm.stop()
+    pbm.start()
+    pbm.set_clock("2026-11-21T03:00:00+00:00")
+    for p in PLAYERS:
+        t.wait_mails(p, "round 1 report")
+    pbm.settle()
+    assert len(t.mails("bob", "reminder")) == 1 and len(t.mails("carol", "reminder")) == 1
+    assert t.mails("alice", "reminder") == []
+    rows = pbm.sql("SELECT detail FROM audit_log WHERE action = 'reminders'")
+    assert len(rows) == 1 and "bob, carol" in rows[0][0]
+    # the report names who sent nothing
+    report = pbm.text(t.mails("alice", "round 1 report")[0])
+    assert "No orders for round 1 from: bob, carol" in report
+
+
+def test_vacation_keeps_a_player_out_of_reminders_and_no_order_list(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    reply = pbm.text(pbm.mail("carol@example.org", "pbm", "absent 2026-11-19 2026-11-22\n$$secret-pw1$$"))
+    assert "you are on vacation from 2026-11-19 to 2026-11-22" in reply
+    bad = pbm.text(pbm.mail("bob@example.org", "pbm", "absent 2026-11-22 2026-11-20\n$$secret-pw1$$"))
+    assert "REFUSED" in bad and "absent FROM TO" in bad
+    t.order("alice")
+    pbm.set_clock("2026-11-20T04:00:00+00:00")
+    t.wait_mails("bob", "reminder")
+    pbm.set_clock("2026-11-21T03:00:00+00:00")
+    report = pbm.text(t.wait_mails("alice", "round 1 report")[0])
+    assert "No orders for round 1 from: bob\n" in report
+    assert "On vacation (kept out of the no-order rules): carol" in report
+    assert t.mails("carol", "reminder") == []
+    assert pbm.sql("SELECT absent_from IS NOT NULL FROM accounts WHERE handle = 'bob'")[0][0] == 0
+
+
+def test_early_processing_when_all_orders_are_in(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    assert "early=on" in t.gm("game set g1 early=on")
+    t.order("alice")
+    t.order("bob")
+    pbm.settle()
+    assert t.turn() == 1
+    t.order("carol")
+    for p in PLAYERS:
+        t.wait_mails(p, "round 1 report")
+    assert t.turn() == 2
+    # the Saturday 21 deadline is used up: the next one is a week later
+    nd = pbm.cli("game", "list").stdout
+    assert "2026-11-28 03:00" in nd
+
+
+def test_grace_period_waits_for_missing_orders(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    t.gm("game set g1 grace=6h")
+    # a second game with the same deadline and no grace shows the scheduler has passed
+    pbm.new_game("giveaway", "g2", deadline="every Saturday 03:00 UTC")
+    for p in PLAYERS:
+        t.player(p, "g2", "JOIN")
+    t.order("alice")
+    t.order("bob")
+    pbm.set_clock("2026-11-21T04:00:00+00:00")
+    t.wait_mails("alice", "g2: round 1 report")
+    assert t.turn("g1") == 1  # in the grace period, carol's order is missing
+    t.order("carol")
+    for p in PLAYERS:
+        t.wait_mails(p, "g1: round 1 report")
+    assert t.turn("g1") == 2
+    # and without the missing orders, the grace period ends
+    pbm.set_clock("2026-11-28T04:00:00+00:00")
+    t.wait_mails("alice", "g2: round 2 report")
+    assert t.turn("g1") == 2
+    pbm.set_clock("2026-11-28T09:00:00+00:00")
+    t.wait_mails("alice", "g1: round 2 report")
+    assert t.turn("g1") == 3
