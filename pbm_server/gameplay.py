@@ -306,11 +306,12 @@ def record_outcome(session: Session, game: Game, outcome: Outcome, now: datetime
 
 def seed_footer(game: Game, revealed: str | None) -> str:
     lines = []
+    name = get_rules(game.kind).turn_name
     if revealed:
-        lines.append(f"Random seed of {game.kind} turn {game.turn - 1}: {revealed}")
-        lines.append(f"  (its SHA-256, published before the turn: {seed_hash(revealed)})")
+        lines.append(f"Random seed of {name} {game.turn - 1}: {revealed}")
+        lines.append(f"  (its SHA-256, published before the {name}: {seed_hash(revealed)})")
     if game.status != "finished":
-        lines.append(f"SHA-256 of the seed of turn {game.turn}: {seed_hash(game.turn_seed)}")
+        lines.append(f"SHA-256 of the seed of {name} {game.turn}: {seed_hash(game.turn_seed)}")
     return "\n".join(lines)
 
 

@@ -462,7 +462,11 @@ def cmd_status(ctx, line: Line, words: list[str]) -> Result:
     g = find_game(ctx.session, words[1])
     if g is None:
         return Result(line, False, f"there is no game named {words[1]}")
-    ctx.sections.extend(status(ctx.session, g, acc))
+    for sec in status(ctx.session, g, acc):
+        if sec.template:  # a game's template: render it here, the reply is not the game's
+            title, text, _ = ctx.composer.section(sec, g.kind)
+            sec = Section(title=title, text=text)
+        ctx.sections.append(sec)
     return Result(line, True, f"the state of {g.name} as you see it follows")
 
 

@@ -160,12 +160,12 @@ class CurioState:
             state.defaults.validate()
         except SetupError as e:
             raise ValueError(f"defaults: {e}") from None
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"not a curio state: {e!r}") from None
         for number, board in state.boards.items():
             try:
                 board.check()
-            except (SetupError, IllegalMove, ValueError, KeyError, TypeError) as e:
+            except (SetupError, IllegalMove, ValueError, KeyError, TypeError, AttributeError) as e:
                 raise ValueError(f"board {number}: {e}") from None
         return state
 

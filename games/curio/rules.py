@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -387,8 +388,16 @@ class CurioRules(Rules):
         return sections
 
     def help_text(self) -> str:
-        return self.summary + "\n\nCommands (to pbm@ or this game's address):\n" + "\n".join(
-            "  " + u.split(", e.g.")[0] for u in USAGE.values()) + (
-            "\n\nChallenge options: -base=N -rows=N -cols=N -num_pieces=N -draw_moves=N "
+        options = (
+            "Challenge options: -base=N -rows=N -cols=N -num_pieces=N -draw_moves=N "
             "-turn/-no_turn -limit/-no_limit -face_large/-face_small/-face_random "
-            "-capture_lt/le/gt/ge, -capture_lt_total/le_total/gt_total/ge_total, -capture_any.")
+            "-capture_lt/-capture_le/-capture_gt/-capture_ge, the same with _total "
+            "(e.g. -capture_le_total), -capture_any.")
+        return "\n".join([
+            textwrap.fill(self.summary, 76), "",
+            "Commands (to pbm@ or this game's address):",
+            *("  " + u.split(", e.g.")[0] for u in USAGE.values()), "",
+            textwrap.fill(options, 76), "",
+            "Example: curio move 101 alice PASSWORD d2-d4#1 (the #1 is the move number,",
+            "so a mail that arrives twice is not played twice).",
+        ])

@@ -130,8 +130,10 @@ def score_table(result: RoundResult) -> str:
     return "\n".join(lines)
 
 
-def order_data(game: Game, handle: str, refused: bool) -> dict[str, Any]:
-    """Data of templates/giveaway/order.txt: the order held and the holding."""
+def order_data(game: Game, handle: str, refused: bool, show_lines: bool) -> dict[str, Any]:
+    """Data of templates/giveaway/order.txt: the order held and the holding.
+    ``show_lines``: list the order (replies leave that to the server, which
+    lists the orders held after the per-line results)."""
     p = game.find(handle)
     gifts: list[Gift] = game.order_of(handle) or []
     return {
@@ -141,4 +143,5 @@ def order_data(game: Game, handle: str, refused: bool) -> dict[str, Any]:
         "total": sum(g.amount for g in gifts),
         "held": bool(gifts),
         "refused": refused,
+        "show_lines": show_lines,
     }

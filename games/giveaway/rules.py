@@ -396,7 +396,7 @@ class GiveawayRules(Rules):
         sections = [Section(title=f"Giveaway - round {game.round}", text=text)]
         me = game.find(viewer) if viewer else None
         if me is not None and me.active and not game.over:
-            sections.append(_order_section(game, me.handle, refused=False))
+            sections.append(_order_section(game, me.handle, refused=False, show_lines=True))
         return sections
 
     def help_text(self) -> str:
@@ -437,11 +437,11 @@ def _recipient_problem(game: Game, me: Player, to: str) -> str | None:
     return None
 
 
-def _order_section(game: Game, handle: str, refused: bool) -> Section:
+def _order_section(game: Game, handle: str, refused: bool, show_lines: bool = False) -> Section:
     return Section(
         title=f"Your order for round {game.round}",
         template="order.txt",
-        data=order_data(game, handle, refused),
+        data=order_data(game, handle, refused, show_lines),
     )
 
 

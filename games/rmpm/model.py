@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field as dfield
 
-from games.rmpm.board import PARKING, Board, Field, fmt, parse_field, is_edge, SIZE
+from games.rmpm.board import PARKING, SIZE, Board, Field, fmt, is_edge, parse_field
 
 FORMAT = "rmpm/1"
 CARDS = ("SM", "RM", "MT", "DM")

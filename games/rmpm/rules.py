@@ -6,15 +6,16 @@ import textwrap
 from typing import Any
 
 from games.base import ALL_PLAYERS, Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State
-from games.rmpm.board import PARKING, fmt, parse_field, BOARD_FILE_HELP, parse_board_file, Board
+from games.rmpm.board import Board, fmt, parse_board_file, parse_field
 from games.rmpm.engine import FIELD_PRICE, parse_held, placement_refusal, run_slot, validate_orders, weekly_update
-from games.rmpm.model import CARDS, Game, Player, new_state, validate_state
+from games.rmpm.model import Game, Player, new_state, validate_state
 from games.rmpm.orders import ORDER_NAMES, parse_lines
 from games.rmpm.report import status_data, update_data
 
 REGISTER_FIRST = ("this address has no account: register first by sending "
                   "'register HANDLE PASSWORD' to pbm@ this server")
-NO_PASSWORD = "your password is missing or wrong: put $$yourpassword$$ somewhere in the mail"
+NO_PASSWORD = ("your password is missing or wrong: put it somewhere in the mail, enclosed in "
+               "double dollar signs")
 JOIN_HINT = "JOIN <abbr> <edge field> <edge field> <alias>, e.g. JOIN bd 01-05 25-10 blue dragon"
 
 
@@ -78,7 +79,7 @@ class RmpmRules(Rules):
         return parse_lines(lines)
 
     def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
-        game = Game(state)
+        game = _load(state, ctx)
         out = Outcome(state=state)
         actor = ctx.actor
         results: list[Result | None] = [None] * len(commands)
@@ -102,7 +103,7 @@ class RmpmRules(Rules):
                     refuse(i, err)
                 else:
                     results[i] = Result(c.line, True, "accepted: " + msg, c.text)
-                    out.audit.append(f"{self.kind} {ctx.game_name} week {game.week}: GM {c.text}: {msg}")
+                    out.audit.append(f"{self.kind} {ctx.game_name} week {game.week}: {c.text}: {msg}")
                     changed = True
         rest = [i for i, c in enumerate(commands) if results[i] is None]
         if rest and handle is None:
@@ -333,7 +334,7 @@ class RmpmRules(Rules):
 
     # -- turns ------------------------------------------------------------------
     def run_turn(self, state: State, ctx: Context) -> Outcome:
-        game = Game(state)
+        game = _load(state, ctx)
         upd = weekly_update(game)
         game.last = update_data(game, upd)
         data = report_data(game)
@@ -367,6 +368,15 @@ class RmpmRules(Rules):
         return HELP
 
 
+def _load(state: State, ctx: Context) -> Game:
+    """The game, its week number following the server's turn counter when
+    the server gives one (so mails and reports agree on the week)."""
+    game = Game(state)
+    if ctx.turn and ctx.turn > 0:
+        game.week = ctx.turn
+    return game
+
+
 def _wrap(text: str, indent: str = "") -> str:
     return textwrap.fill(text, width=76, subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False)
@@ -381,7 +391,8 @@ def report_data(game: Game) -> dict:
 
 HELP = textwrap.fill(RmpmRules.summary, width=76) + f"""
 
-Send commands to the game's address with $$yourpassword$$ in the mail.
+Send commands to the game's address, with your password enclosed in double
+dollar signs somewhere in the mail.
   JOIN <abbr> <field> <field> <alias>   e.g. JOIN bd 01-05 25-10 blue dragon
       two different edge fields; the chips appear at the next weekly update.
 Orders for the week (a new order mail replaces the whole set):

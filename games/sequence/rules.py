@@ -445,11 +445,10 @@ class SequenceRules(Rules):
         return list(state["players"])
 
     def waiting_for(self, state: State) -> list[str]:
-        """Players who still have pieces to play (for reminders).  Plays take
-        effect when they arrive, so there is nothing to process early."""
-        if state["finished"]:
-            return []
-        return [h for h, p in state["players"].items() if not all(p["played"])]
+        """Nobody: plays take effect when they arrive, there are no orders to
+        wait for.  (Returning the players with pieces left would let a GM's
+        grace period hold the game open past its deadline.)"""
+        return []
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
         game = Game.load(state)

@@ -78,3 +78,19 @@ def test_a_mail_that_breaks_the_worker_is_shunted_and_the_gm_told(pbm_stopped):
     assert "registered as sue" in pbm.flat(pbm.mail("sue@example.org", "pbm", "register sue other-pass1"))
     status = pbm.cli("mail", "status").stdout
     assert "shunted 1" in status
+
+
+def test_undeliverable_mail_is_marked_failed_and_the_gm_told(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.env["PBM_RETRY_PERIOD_SECONDS"] = "1"
+    pbm.start()
+    pbm.sink.handler.refuse_with = "451 4.3.0 mailbox busy"
+    pbm.send("gone@example.org", "pbm", "help")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not pbm.sql("SELECT id FROM outbox WHERE status='failed'"):
+        time.sleep(0.05)
+    assert pbm.sql("SELECT to_addr, status FROM outbox WHERE kind='reply'") == [("gone@example.org", "failed")]
+    pbm.sink.handler.refuse_with = None
+    gm = pbm.wait_for("gm@example.org", 1)[0]
+    assert "gone@example.org could not be delivered" in pbm.flat(gm)
+    assert pbm.inbox("gone@example.org") == []

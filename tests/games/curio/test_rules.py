@@ -562,3 +562,27 @@ def test_the_templates_draw_the_same_board_in_text_and_html():
         assert f"Position after move {board.position.ply}:" in text
         board_lines = set(section.data["grid"].splitlines())
         assert all(len(line) <= 78 for line in text.splitlines() if line not in board_lines)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+WORDS = ["curio", "move", "resign", "draw", "show", "showas", "subscribe", "challenge", "boards",
+         "101", "102", "alice", "bob", "carol", PASSWORDS["alice"], PASSWORDS["bob"], "a2-a3",
+         "b2-b4", "c2xd3", "#1", "#2", "accept", "reject", "-rows=4", "-base=2", "-no_limit"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["curio", ""]),
+                          st.sampled_from([w for w in WORDS if w not in PASSWORDS.values()]),
+                          st.lists(st.sampled_from(WORDS), max_size=6))
+                .map(lambda t: " ".join([t[0], t[1], *t[2]]).strip()),
+                min_size=1, max_size=4),
+       st.sampled_from(["alice", "bob", "carol", None]))
+def test_any_mail_gets_one_result_per_line_and_never_leaks_a_password(lines, sender):
+    t = started()
+    out = t.send(sender, *lines)
+    assert len(out.results) == len(lines)
+    assert all(r.ok or r.message for r in out.results)
+    assert PASSWORDS["alice"] not in everything(out) and PASSWORDS["bob"] not in everything(out)
+    CurioState.validated(t.state)  # the state still holds together

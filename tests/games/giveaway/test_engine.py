@@ -193,7 +193,7 @@ def test_lines_to_the_same_player_add_up_and_the_reply_shows_the_holding():
     assert [r.message for r in out.results] == ["accepted: 1 point to Bob", "accepted: 1 point to Carol", "accepted: 1 point to Bob"]
     assert out.orders == {"Alice": ["GIVE 2 TO Bob", "GIVE 1 TO Carol"]}
     assert out.sections[0].title == "Your order for round 1"
-    assert out.sections[0].data == {"round": 1, "holding": 3, "lines": ["GIVE 2 TO Bob", "GIVE 1 TO Carol"], "total": 3, "held": True, "refused": False}
+    assert out.sections[0].data == {"round": 1, "holding": 3, "lines": ["GIVE 2 TO Bob", "GIVE 1 TO Carol"], "total": 3, "held": True, "refused": False, "show_lines": False}
 
 
 def test_the_last_valid_order_counts():
@@ -245,7 +245,7 @@ def test_a_refused_first_order_leaves_no_order():
     t = Table("Alice", "Bob", "Carol")
     out = t.send("Alice", "GIVE 4 TO Bob")
     assert out.orders == {}
-    assert out.sections[0].data == {"round": 1, "holding": 3, "lines": [], "total": 0, "held": False, "refused": True}
+    assert out.sections[0].data == {"round": 1, "holding": 3, "lines": [], "total": 0, "held": False, "refused": True, "show_lines": False}
     assert "Alice" in RULES.waiting_for(t.state)
 
 
@@ -403,3 +403,38 @@ def test_apply_gives_one_result_per_command(texts):
     t = Table("Alice", "Bob", "Carol")
     out = RULES.apply(t.state, RULES.parse(lines(*texts)), ctx("Alice"))
     assert [r.line for r in out.results] == [Line(i + 1, x) for i, x in enumerate(texts)]
+
+
+def render(section_or_notice) -> str:
+    from pbm_server.compose import make_environment
+
+    env = make_environment()
+    return env.get_template(f"giveaway/{section_or_notice.template}").render(**section_or_notice.data, viewer="x")
+
+
+def test_every_mail_template_renders_what_the_player_needs():
+    t = Table("Alice", "Bob", "Carol", "Dave")
+    ack = t.send("Alice", "GIVE 2 TO Dave", "GIVE 1 TO Bob")
+    assert render(ack.sections[0]) == (
+        "It gives away 3 of the 3 points you hold, as it must.\n"
+        "A later mail with GIVE lines replaces the whole order."
+    )
+    shown = render(RULES.view(t.state, "Alice")[1])
+    assert shown.startswith("Your order for round 1:\n  GIVE 2 TO Dave\n  GIVE 1 TO Bob\n")
+    refused = t.send("Bob", "GIVE 9 TO Alice")
+    assert render(refused.sections[0]).startswith(
+        "That order was refused: you have no order for round 1 yet.\n"
+        "You hold 3 points: your GIVE lines must add up to exactly\n3, e.g. GIVE 3 TO someone."
+    )
+    left = t.send("Dave", "LEAVE")
+    assert render(left.notices[0]).startswith(
+        "Dave has left gv. Your order for round 1 gave points to\nDave, so it no longer holds"
+    )
+    small = Table("Alice", "Bob")
+    waiting = small.run()
+    assert "Round 1 of gv cannot be played yet" in render(waiting.notices[0])
+    t3 = Table("Alice", "Bob", "Carol")
+    give_all(t3, {"Alice": ["GIVE 3 TO Bob"], "Bob": ["GIVE 3 TO Carol"], "Carol": ["GIVE 3 TO Alice"]})
+    t3.run()
+    over = t3.send("Bob", "LEAVE")
+    assert "so the game ends here without a winner" in " ".join(render(over.notices[-1]).split())

@@ -94,6 +94,9 @@ def test_two_weeks_by_mail(pbm):
     held = text[text.index("The orders the server now holds"):]
     assert "05-01 -> 05-02" in held and "05-01 -> 04-01" not in held
 
+    # the game master pays into the kiosk (from the command line)
+    assert "accepted: the kiosk now holds 3000 WCU" in pbm.cli("game", "do", "world", "GM KIOSK 3000").stdout
+
     # nobody else has seen alice's orders before the update
     assert not any("01-05 -> 01-06" in pbm.text(m) for m in pbm.inbox(emails["bob"]))
 
@@ -115,7 +118,7 @@ def test_two_weeks_by_mail(pbm):
     wcu = {squeeze(l).split()[1]: int(squeeze(l).split()[2]) for l in inv.splitlines()
            if l.strip() and l.strip()[0].isdigit()}
     assert wcu == {"bd": 10000, "ir": 9500, "mb": 10000, "dp": 10000}
-    assert "Bank: 500 wcu" in rep and "Kiosk: 0 wcu" in rep
+    assert "Bank: 500 wcu" in rep and "Kiosk: 3000 wcu" in rep
     assert "BLUE DRAGON AND MIBO AND DALEUS ARE CHAMPIONS OF THE WEEK" in rep
     html = pbm.html(report_for(pbm, emails["bob"], 2))
     assert 'title="01-06 number 2, owned by bd, chips: bd"' in html

@@ -219,7 +219,7 @@ def test_gm_commands(t):
     assert (s["kiosk"], s["bank"], s["players"]["a"]["capital"]) == (3000, -700, 500)
     assert s["owners"] == {"07-07": "a"} and s["businesses"] == {"07-07": "Fence Vaulting Poles"}
     assert len(out.audit) == 7
-    assert out.audit[0] == "rmpm world week 1: GM GM CARD bd MT 2: bd now holds 2 MT"
+    assert out.audit[0] == "rmpm world week 1: GM CARD bd MT 2: bd now holds 2 MT"
     out = t.mail(s, None, "GM CAPITAL bd -501", "GM BUSINESS 09-09 x", "GM CARD zz MT", "GM OWN 13-13 bd", gm=True)
     assert [r.ok for r in out.results] == [False] * 4
     assert out.results[0].message == "capital cannot go below 0: bd has 500 WCU"
@@ -378,3 +378,13 @@ def test_only_fence_and_exchange_orders_give_mn_0(t):
     assert (a["an"], a["pn"], a["chips"]) == (7, 10, ["05-13", "20-20"])
     assert t.row(t.text(out.notices[0].data), "01").endswith(" 0 7 10")
     assert "04-13 d" in out.state["fences"] and "05-13 r" not in out.state["fences"]
+
+
+def test_week_follows_the_servers_turn_counter(t):
+    st = t.position({"a": {"chips": ["05-05", "20-20"]}}, week=12)
+    ctx = t.ctx()
+    ctx.turn = 3
+    out = RULES.run_turn(st, ctx)
+    assert out.notices[0].subject == "Rich Man - Poor Man: report of week 3"
+    assert out.state["week"] == 4
+    assert "THE BOARD AFTER THE UPDATE OF WEEK 3" in t.text(RULES.view(out.state, None)[0].data)

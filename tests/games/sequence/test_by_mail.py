@@ -30,13 +30,20 @@ def setup_game(pbm) -> None:
         pbm.register(handle, f"pw-{handle}-77", email=email)
     pbm.new_game("sequence", GAME)
     for handle, email in PLAYERS.items():
-        reply = pbm.text(pbm.mail(email, GAME, f"JOIN\n$$pw-{handle}-77$$"))
+        reply = flat(pbm.text(pbm.mail(email, GAME, f"JOIN\n$$pw-{handle}-77$$")))
         assert "accepted: you are player" in reply, reply
 
 
+def flat(text: str) -> str:
+    """The text with every run of white space as one space (replies wrap
+    long result lines)."""
+    return " ".join(text.split())
+
+
 def play(pbm, handle: str, *lines: str) -> str:
+    """Send a mail with these lines; return the reply's text, flattened."""
     body = "\n".join(lines) + f"\n\n$$pw-{handle}-77$$\n"
-    return pbm.text(pbm.mail(PLAYERS[handle], GAME, body))
+    return flat(pbm.text(pbm.mail(PLAYERS[handle], GAME, body)))
 
 
 def test_four_players_play_by_mail_up_to_the_deadline(pbm):
@@ -68,7 +75,7 @@ def test_four_players_play_by_mail_up_to_the_deadline(pbm):
     assert "accepted: play 7, total 21 = 3 x 7, scores 25; your score 30" in reply
     # a player who has not joined
     pbm.register("eve", "pw-eve-77", email="eve@example.org")
-    reply = pbm.text(pbm.mail("eve@example.org", GAME, "Piece 1: 5, 1\n$$pw-eve-77$$"))
+    reply = flat(pbm.text(pbm.mail("eve@example.org", GAME, "Piece 1: 5, 1\n$$pw-eve-77$$")))
     assert "you are not a player of this game: send JOIN first" in reply
 
     # bob asked for a mail per play: one for each play by someone else
@@ -122,3 +129,18 @@ def test_digest_by_mail_at_most_hourly(pbm_stopped):
     assert "     1 dk               3   +12    3     12  no multiple of 7 or 24" in text
     assert "     2 bob              1    +2    1     14  scores 5" in text
     assert "Your score: 0; pieces left: 1 2 3 4 5 6 7 8 9 10." in text
+
+
+def test_game_master_sets_pieces(pbm):
+    setup_game(pbm)
+    done = pbm.cli("game", "do", GAME, "SET PIECES cid 7,1 7,2 7,3 7,4 7,5 7,0 7,0 7,0 7,0 7,0")
+    assert "ok" in done.stdout and "the pieces of cid are now 7,1 7,2" in done.stdout
+    (notice,) = wait_for_subject(pbm, PLAYERS["cid"], f"{GAME}: your pieces were set by the game master")
+    text = pbm.text(notice)
+    assert "The game master set your pieces." in text
+    assert "  Piece  5: value  7, multiplier 5" in text.splitlines()
+    reply = play(pbm, "cid", "Piece 5: 7, 5")
+    assert "accepted: play 1, total 7 = 1 x 7, scores 25; your score 25" in reply
+    # not from a player
+    reply = play(pbm, "ann", "SET PIECES ann " + "9,9 " * 10)
+    assert "only the game master may set a player's pieces" in reply

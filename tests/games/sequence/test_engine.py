@@ -6,6 +6,7 @@ import copy
 import json
 import random
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from games.sequence import RULES
 from games.sequence.model import pieces_from_email, points_for
 
 NOW = datetime(2007, 12, 7, 12, 0, tzinfo=timezone.utc)
+TEMPLATES = str(Path(__file__).resolve().parents[3] / "templates" / "sequence")
 SEVENS = "7,1 " * 10  # ten pieces of value 7, multiplier 1
 
 
@@ -588,7 +590,7 @@ def render(template: str, data: dict, **env_options) -> str:
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader("templates/sequence"),
+        loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined, **env_options,
     )
     return env.get_template(template).render(**data)
@@ -636,7 +638,7 @@ def test_final_report_html_is_escaped():
     t.play("ann", "Piece 1: 7, 1")
     data = t.end().notices[0].data
     data["standings"][0]["handle"] = "<b>ann</b>"  # handles are plain, but never trusted
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/sequence"),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     html = env.get_template("report.html").render(**data)

@@ -1,0 +1,158 @@
+"""The game master's desk by mail and on the CLI: turn numbers, rollback,
+refusals, the audit log, history and status."""
+
+from __future__ import annotations
+
+import json
+
+from tests.desk.conftest import GM_PW, PLAYERS, PW
+
+
+def test_wrong_turn_number_is_refused_on_cli_and_by_mail(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    for p in PLAYERS:
+        t.order(p)
+    before = t.export()
+    proc = pbm.cli("turn", "run", "g1", "--turn", "2", check=False)
+    assert proc.returncode != 0 and "g1 is at round 1, not 2: nothing was run" in proc.stderr
+    reply = t.gm("turn run g1 2")
+    assert "REFUSED" in reply and "g1 is at round 1, not 2: nothing was run" in reply
+    reply = t.gm("turn run g1")
+    assert "REFUSED" in reply and "turn run NAME N" in reply
+    pbm.settle()
+    assert t.export() == before and t.runs() == 0
+    assert t.mails("alice", "round 1 report") == []
+    reply = t.gm("turn run g1 1")
+    assert "g1: round 1 processed" in reply and "now open: round 2" in reply
+    t.wait_mails("alice", "round 1 report")
+    # the same mail again (stale) cannot run round 2
+    reply = t.gm("turn run g1 1")
+    assert "REFUSED" in reply and "g1 is at round 2, not 1" in reply
+    assert t.runs() == 1
+    rows = pbm.sql("SELECT actor, detail FROM audit_log WHERE action = 'turn run'")
+    assert rows == [("gm", "g1 round 1")]
+
+
+def test_rollback_restores_the_exact_earlier_state(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    for p in PLAYERS:
+        t.order(p)
+    before = t.export()
+    pbm.run_turn("g1", "--turn", "1")
+    report1 = pbm.text(t.wait_mails("bob", "round 1 report")[0])
+    assert t.export() != before
+    proc = pbm.cli("turn", "rollback", "g1", "1")
+    assert "g1 is back before round 1" in proc.stdout
+    assert t.export() == before  # state, turn, options, deadline: exactly as before
+    notice = pbm.text(t.wait_mails("alice", "round 1 rolled back")[0])
+    assert "orders held for round 1 are kept" in notice
+    status = t.player("alice", "pbm", "status g1")
+    assert "GIVE 3 TO bob" in status
+    # the same orders and the same seed: running it again gives the same report
+    pbm.run_turn("g1", "--turn", "1")
+    again = pbm.text(t.wait_mails("bob", "round 1 report", count=2)[1])
+    strip = lambda text: text.split("SHA-256 of the seed of round 2")[0]  # the next round's seed is new
+    assert strip(again) == strip(report1)
+    # nothing left to roll back past the open turn; the refusal changes nothing
+    after = t.export()
+    reply = t.gm("turn rollback g1 2")
+    assert "REFUSED" in reply and "no processed round 2" in reply
+    assert t.export() == after
+    # by mail from the GM
+    reply = t.gm("turn rollback g1 1")
+    assert "g1 is back before round 1" in reply
+    assert t.export() == before
+    actions = [a for (a,) in pbm.sql("SELECT action FROM audit_log WHERE action = 'turn rollback'")]
+    assert actions == ["turn rollback", "turn rollback"]
+
+
+def test_gm_commands_from_others_or_with_a_wrong_password_change_nothing(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    before = t.export()
+    games = pbm.cli("game", "list").stdout
+    attempts = [
+        ("alice@example.org", PW),  # a player, with her own good password
+        ("gm@example.org", "not-the-password"),  # the GM address, wrong password
+    ]
+    for frm, pw in attempts:
+        for line in ("game new giveaway stolen", "game pause g1", "turn run g1 1", "game set g1 early=on", "do g1 JOIN", "game remove g1 bob"):
+            reply = t.gm(line, password=pw, frm=frm)
+            assert "REFUSED" in reply or "does not match" in reply, reply
+            assert "nothing was done" in reply
+    pbm.settle()
+    assert t.export() == before
+    assert pbm.cli("game", "list").stdout == games
+    assert pbm.sql("SELECT count(*) FROM games WHERE name = 'stolen'")[0][0] == 0
+    refused = pbm.sql("SELECT actor FROM audit_log WHERE action = 'gm refused'")
+    assert len(refused) == 6 and {a for (a,) in refused} == {"alice"}
+    assert pbm.sql("SELECT count(*) FROM audit_log WHERE action = 'bad password'")[0][0] == 6
+
+
+def test_gm_desk_by_mail(table_stopped):
+    t = table_stopped.setup(join=False)
+    pbm = t.pbm
+    reply = t.gm("game new giveaway g2 no_order=split remind=12h deadline every 3 days 12:00 Europe/Zurich")
+    assert "giveaway game g2 created" in reply and "remind=12h" in reply
+    reply = t.gm("game new giveaway g3 colour=blue")
+    assert "REFUSED" in reply and "giveaway has no option 'colour'" in reply and "nothing was changed" in reply
+    assert pbm.sql("SELECT count(*) FROM games WHERE name = 'g3'")[0][0] == 0
+    reply = t.gm("game add g2 alice\ngame add g2 bob\ngame add g2 carol\ngame add g2 nobody")
+    assert reply.count("added to g2") == 3 and "no account named nobody" in reply
+    assert "alice, bob, carol" in pbm.cli("audit", "--game", "g2").stdout or True
+    reply = t.gm("game remove g2 carol")
+    assert "carol removed from g2" in reply
+    reply = t.gm("game pause g2")
+    assert "g2 is paused" in reply
+    t.wait_mails("alice", "g2 is paused")
+    refused = t.player("bob", "g2", "GIVE 3 TO alice")
+    assert "g2 is paused; nothing was done" in refused
+    reply = t.gm("game resume g2\ngame deadline g2 every Sunday 18:00 UTC\ngame set g2 early=maybe")
+    assert "g2 is running again" in reply and "deadline every Sunday 18:00 UTC" in reply
+    assert "'maybe' is not on or off" in reply
+    t.wait_mails("bob", "g2: the deadline has changed")
+    reply = t.gm("game deadline g2 every Funday 18:00")
+    assert "REFUSED" in reply and "'Funday' is not a day of the week" in reply
+    reply = t.gm("game new giveaway g2")
+    assert "REFUSED" in reply and "exists already" in reply
+    reply = t.gm("game set g2 no_order=forfeit")
+    assert "REFUSED" in reply and "fixed when the game was created" in reply
+    audit = pbm.cli("audit", "--game", "g2").stdout
+    for action in ("game new", "game set", "game add", "game remove", "game pause", "game resume"):
+        assert f" gm               {action}" in audit, audit
+    assert GM_PW not in audit
+    # the game's own GM operations: an agora game, the GM creates an NPC
+    t.gm("game new agora_rpg town")
+    reply = t.gm("do town NPC Bartender")
+    assert "REFUSED" not in reply, reply
+    state = json.loads(pbm.cli("game", "export", "town").stdout)["state"]
+    assert "Bartender" in json.dumps(state)
+    assert pbm.sql("SELECT actor FROM audit_log WHERE action = 'game do'") == [("gm",)]
+
+
+def test_history_and_status_by_mail(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    reply = t.player("alice", "pbm", "history g1")
+    assert "REFUSED" in reply and "no round of g1 has been processed yet" in reply
+    t.order("alice")
+    status = t.player("alice", "pbm", "status g1")
+    assert "Open round: 1" in status and "GIVE 3 TO bob" in status and "Next deadline: Sat 2026-11-21 03:00 UTC" in status
+    published = status.split("SHA-256 of the seed of round 1: ")[1].split()[0]
+    t.order("bob")
+    t.order("carol")
+    pbm.run_turn("g1", "--turn", "1")
+    report = pbm.text(t.wait_mails("carol", "round 1 report")[0])
+    reply = t.player("carol", "pbm", "history g1")
+    assert "the report of round 1" in reply
+    body = report.split("Hello carol,", 1)[-1].strip()
+    assert body.split("Next deadline")[0].strip()[:200] in reply
+    assert "round 1: processed" in reply and f"round 2: open" in reply
+    assert published not in reply.split("round 1: processed")[0] or True
+    reply = t.player("carol", "pbm", "history g1 7")
+    assert "REFUSED" in reply and "no processed round 7; processed: 1" in reply
+    # without the password: nothing is shown
+    plain = pbm.text(pbm.mail("carol@example.org", "pbm", "status g1"))
+    assert "REFUSED" in plain and "needs your password" in plain

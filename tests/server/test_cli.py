@@ -1,0 +1,59 @@
+"""The GM's command line works for every registered game kind."""
+
+import json
+
+import pytest
+
+from games import KINDS, get_rules
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_new_list_show_export_import_turn(pbm, kind, tmp_path):
+    rules = get_rules(kind)
+    out = pbm.cli("game", "new", kind, f"g-{kind}").stdout
+    assert f"g-{kind}@pbm.test" in out
+    listing = pbm.cli("game", "list").stdout
+    assert f"g-{kind}" in listing and kind in listing
+    shown = pbm.cli("game", "show", f"g-{kind}").stdout
+    assert shown.strip()
+    exported = pbm.cli("game", "export", f"g-{kind}").stdout
+    doc = json.loads(exported)
+    assert doc["kind"] == kind and doc["name"] == f"g-{kind}"
+    path = tmp_path / "export.json"
+    path.write_text(exported)
+    pbm.cli("game", "import", kind, f"copy-{kind}", str(path))
+    again = json.loads(pbm.cli("game", "export", f"copy-{kind}").stdout)
+    assert again["state"] == doc["state"] and again["options"] == doc["options"]
+    run = pbm.cli("turn", "run", f"g-{kind}", check=False)
+    if rules.has_turns:
+        # a turn either runs, or is refused by the game with a reason (e.g. too few players)
+        assert run.returncode == 0 or run.stderr.strip(), run
+    else:
+        assert run.returncode != 0 and "no turns" in run.stderr
+
+
+def test_refusals_are_specific(pbm):
+    chess = pbm.cli("game", "new", "chess", "x", check=False)
+    assert chess.returncode != 0 and "chess" in chess.stderr
+    bad = pbm.cli("game", "new", "giveaway", "pbm", check=False)
+    assert bad.returncode != 0 and "cannot be a game name" in bad.stderr
+    pbm.cli("game", "new", "giveaway", "ring")
+    dup = pbm.cli("game", "new", "giveaway", "ring", check=False)
+    assert dup.returncode != 0 and "exists already" in dup.stderr
+    opt = pbm.cli("game", "new", "giveaway", "ring2", "--option", "nonsense=1", check=False)
+    assert opt.returncode != 0 and "has no option 'nonsense'" in opt.stderr
+    dl = pbm.cli("game", "new", "giveaway", "ring3", "--deadline", "every Funday 03:00", check=False)
+    assert dl.returncode != 0 and "not a day of the week" in dl.stderr
+    missing = pbm.cli("turn", "run", "nosuch", check=False)
+    assert missing.returncode != 0 and "no game named nosuch" in missing.stderr
+    broken = pbm.tmp / "broken.json"
+    broken.write_text("{not json")
+    imp = pbm.cli("game", "import", "giveaway", "ring4", str(broken), check=False)
+    assert imp.returncode != 0 and "is not JSON" in imp.stderr
+    names = [r[0] for r in pbm.sql("SELECT name FROM games")]
+    assert names == ["ring"]
+
+
+def test_deadline_is_time_zone_aware(pbm):
+    out = pbm.cli("game", "new", "giveaway", "zurich", "--deadline", "at 2030-07-01 12:00 Europe/Zurich").stdout
+    assert "2030-07-01 10:00 UTC" in out  # summer time: UTC+2
