@@ -173,6 +173,9 @@ class Server:
         parent = os.environ.pop(ENV_PARENT, None)
         if parent:
             _die_with_parent(int(parent))
+            nice = int(os.environ.get("PBM_BACKEND_NICE", "0") or 0)
+            if nice:
+                os.nice(nice)
             threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
         self.db.upgrade()
         for name, target in (("worker", self.worker.run), ("outbound", self.outbound.run), ("scheduler", self.scheduler.run)):

@@ -81,6 +81,13 @@ class _Line:
         return " ".join(keep) + (" ..." if more else "")
 
 
+def _all_but_board(tl: _Line, name: str) -> tuple[int, ...]:
+    """Word indexes to mask in a malformed line that carries a password
+    somewhere: everything after the command word but a leading board number."""
+    keep_board = name != "showas" and len(tl.words) > 1 and _board(tl.words[1]) is not None
+    return tuple(range(2 if keep_board else 1, len(tl.words)))
+
+
 def _board(word: str) -> int | None:
     word = word.lstrip("#")
     return int(word) if word.isdigit() and len(word) < 9 else None
@@ -105,14 +112,14 @@ def _parse(line: Line) -> Command:
         words = ["draw", *tl.words[1:4], name]
         if len(tl.words) != 4:
             return Command(line, "draw", error=f"expected {USAGE['draw']}",
-                           text=tl.masked(*range(2, len(tl.words))))
+                           text=tl.masked(*_all_but_board(tl, "draw")))
         return _draw(line, tl, words, masked=tl.masked(3))
     args = tl.words[1:]
 
     def bad(why: str = "", mask: tuple[int, ...] = ()) -> Command:
         lead = f"{why}; expected " if why else "expected "
-        if name in CREDENTIALS:  # a misplaced password could stand anywhere
-            mask = tuple(range(2, len(tl.words)))
+        if name in CREDENTIALS or name in ("show", "subscribe", "unsubscribe", "boards"):
+            mask = _all_but_board(tl, name)  # a misplaced password could be anywhere
         return Command(line, name, error=lead + USAGE[name], text=tl.masked(*mask))
 
     if name == "challenge":
@@ -164,7 +171,7 @@ def _parse(line: Line) -> Command:
 
 def _draw(line: Line, tl: _Line, words: list[str], masked: str) -> Command:
     args = words[1:]
-    hidden = tl.masked(*range(2, len(tl.words)))
+    hidden = tl.masked(*_all_but_board(tl, "draw"))
     if len(args) not in (3, 4):
         return Command(line, "draw", error=f"expected {USAGE['draw']}", text=hidden)
     board = _board(args[0])

@@ -154,10 +154,10 @@ def _decide_end(result: RoundResult, round_limit: int) -> None:
 
 def advance(game: Game, result: RoundResult) -> Game:
     """The game after ``result``: scores and holdings updated, orders cleared."""
-    rows = {key(r.handle): r for r in result.players}
+    rows = {r.handle: r for r in result.players}
     players = []
     for p in game.players:
-        r = rows.get(p.key)
+        r = rows.get(p.handle) if p.active else None
         if r is None:
             players.append(Player(p.handle, p.holding, p.active, p.score, p.left_round))
         else:

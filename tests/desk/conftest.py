@@ -49,7 +49,7 @@ class Table:
         reply = self.pbm.mail(frm, "pbm", f"{body}\n$${password}$$", subject="desk")
         text = self.pbm.text(reply)
         assert password not in text and GM_PW not in text
-        return text
+        return " ".join(text.split())  # replies are wrapped: compare words
 
     def mails(self, who: str, containing: str) -> list:
         addr = who if "@" in who else f"{who}@example.org"

@@ -125,7 +125,7 @@ def test_gm_desk_by_mail(table_stopped):
     assert GM_PW not in audit
     # the game's own GM operations: an agora game, the GM creates an NPC
     t.gm("game new agora_rpg town")
-    reply = t.gm("do town NPC Bartender")
+    reply = t.gm("do town GM NPC Bartender")
     assert "REFUSED" not in reply, reply
     state = json.loads(pbm.cli("game", "export", "town").stdout)["state"]
     assert "Bartender" in json.dumps(state)

@@ -574,9 +574,12 @@ WORDS = ["curio", "move", "resign", "draw", "show", "showas", "subscribe", "chal
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["curio", ""]),
-                          st.sampled_from([w for w in WORDS if w not in PASSWORDS.values()]),
+                          st.sampled_from([w for w in WORDS if w not in [*PASSWORDS.values(), "curio"]]),
                           st.lists(st.sampled_from(WORDS), max_size=6))
-                .map(lambda t: " ".join([t[0], t[1], *t[2]]).strip()),
+                .map(lambda t: " ".join([t[0], t[1], *t[2]]).strip())
+                # nobody challenges with a password for a userid
+                .filter(lambda line: "challenge" not in line
+                        or not any(p in line for p in PASSWORDS.values())),
                 min_size=1, max_size=4),
        st.sampled_from(["alice", "bob", "carol", None]))
 def test_any_mail_gets_one_result_per_line_and_never_leaks_a_password(lines, sender):

@@ -388,3 +388,34 @@ def test_week_follows_the_servers_turn_counter(t):
     assert out.notices[0].subject == "Rich Man - Poor Man: report of week 3"
     assert out.state["week"] == 4
     assert "THE BOARD AFTER THE UPDATE OF WEEK 3" in t.text(RULES.view(out.state, None)[0].data)
+
+
+@pytest.mark.parametrize("line,name,text", [
+    ("16-4 -> 16-5", "move", "16-04 -> 16-05"),
+    ("16-04-->16-05", "move", "16-04 -> 16-05"),
+    ("22-7 -> 26-7", "move", "22-07 -> 26-07"),
+    ("f 15-4 [u] -> [l]", "fence", "F 15-04 u -> l"),
+    ("F 15-04 up -> Left", "fence", "F 15-04 u -> l"),
+    ("e 16-3 <-> 16-5", "exchange", "E 16-03 <-> 16-05"),
+    ("buy 16-9", "buy", "BUY 16-09"),
+    ("Use Mt", "use_mt", "USE MT"),
+    ("join BD 1-5 25-10 Blue  Dragon", "join", "JOIN bd 01-05 25-10 Blue Dragon"),
+])
+def test_parse_variants(line, name, text):
+    c = RULES.parse([Line(1, line)])[0]
+    assert (c.ok, c.name, c.text) == (True, name, text)
+
+
+@pytest.mark.parametrize("line,message", [
+    ("26-04 -> 25-04", "the chip's field 26-04 is off the board (rows and columns run 01 to 25)"),
+    ("F 15-04 u -> u", "the fence would stay on the up side; give two different sides, e.g. F 15-04 u -> l"),
+    ("F 15-04 x -> l", "expected F <field of your chip> <u|r|d|l> -> <u|r|d|l>, e.g. F 15-04 u -> l"),
+    ("E 16-03 <-> 16-04", "16-03 and 16-04 are not the two opposite neighbours of one field; "
+                          "e.g. E 16-03 <-> 16-05 (around a chip on 16-04)"),
+    ("BUY now", "expected BUY or BUY <field>, e.g. BUY 16-09"),
+    ("USE SM", "expected USE MT (only the MT card can be played by mail)"),
+    ("GM CARD bd XX", "expected GM CARD <abbr> <MT|SM|RM|DM> [n], e.g. GM CARD bd MT 2 (n may be negative)"),
+])
+def test_parse_errors_say_what_would_be_accepted(line, message):
+    c = RULES.parse([Line(1, line)])[0]
+    assert c.error == message
