@@ -285,7 +285,9 @@ class Worker:
         seed = pysecrets.token_hex(16)
         row.seed = seed
         ctx = Context(
-            now=now,
+            # the time the listener accepted the mail: actions count in the
+            # order (and at the moment) they were received, not processed
+            now=row.received_at,
             rng=random.Random(int(seed, 16)),
             actor=prep.actor,
             turn=game.turn,

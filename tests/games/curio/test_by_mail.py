@@ -134,6 +134,7 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
             assert "move #2 has already been played on board 101; the next is move #3" in again
         side = DARK if side == LIGHT else LIGHT
     pbm.settle()
+    print("PLAYED", played)
 
     # the end is in both players' last mails and the observer's
     for addr in (A, B, C):

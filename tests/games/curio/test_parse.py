@@ -60,7 +60,7 @@ def test_bad_lines_say_what_was_wrong_and_what_is_accepted(text, error):
 
 def test_a_bad_credential_line_hides_every_word_after_the_board():
     assert one("curio move alice pw d2-d4").text == "curio move **** **** ****"
-    assert one("curio move 101 alice pw d2-z9").text == "curio move 101 **** **** ****"
+    assert one("curio move 101 alice pw d2-zz").text == "curio move 101 **** **** ****"
     assert one("curio move pw").text == "curio move ****"
     assert one("curio showas 101 alice pw").text == "curio showas **** **** ****"
     assert one("curio accept pw").text == "curio accept ****"
