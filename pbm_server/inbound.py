@@ -185,6 +185,7 @@ class IntakeWriter:
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join(timeout=10)
+        log.info("intake: %d message(s) stored in %d commit(s)", self.stored, self.batches)
 
 
 class GameNames:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from games.curio.model import (
-    DARK, LIGHT, SIDE_NAME, IllegalMove, Position, Setup, SetupError, replay,
+    DARK, LIGHT, IllegalMove, Position, Setup, SetupError, replay,
 )
 
 FIRST_BOARD = 101
@@ -174,4 +174,4 @@ class CurioState:
         return sorted(names, key=str.casefold)
 
 
-__all__ = ["Board", "CurioState", "FIRST_BOARD", "SIDE_NAME", "same_handle"]
+__all__ = ["Board", "CurioState", "FIRST_BOARD", "same_handle"]

@@ -52,66 +52,83 @@ def gift_list(gifts: list[tuple[str, int]], word: str) -> str:
 
 
 def report_data(result: RoundResult, game_name: str, tangle_loops: int = TANGLE_LOOPS) -> dict[str, Any]:
-    """The data of templates/giveaway/report.txt for one round."""
+    """The data of templates/giveaway/report.txt and report.html for one round.
+
+    ``ledger``, ``rings``, ``broken``, ``tangles`` and ``notes`` are wrapped
+    text lines; ``players`` and the ``*_texts`` lists are the same facts
+    unwrapped, for the HTML part."""
     h = result.handle
     ledger: list[str] = []
-    for p in result.players:
+    players: list[dict[str, Any]] = []
+    incoming = result.received()
+    for i, p in enumerate(result.players):
         if p.ordered:
-            gave = f"{p.handle} held {p.holding} and gave {gift_list(p.gave, 'to')}."
+            gave = f"gave {gift_list(result.gave(i), 'to')}"
         elif p.forfeited == p.holding:
-            gave = f"{p.handle} held {p.holding}, sent no order and forfeited all of it."
+            gave = "sent no order and forfeited all of it"
         else:
-            gave = (
-                f"{p.handle} held {p.holding} and sent no order: it was split evenly among the others, "
-                f"{p.forfeited} forfeited."
-            )
+            gave = f"sent no order: it was split evenly among the others, {p.forfeited} forfeited"
         got = []
-        if p.received:
-            got.append(gift_list(p.received, "from"))
+        if incoming[i]:
+            got.append(gift_list(incoming[i], "from"))
         if p.share:
             got.append(f"{p.share} from split holdings")
-        received = f"Received {'; '.join(got) if got else 'nothing'}"
-        received += f"; ring bonus {p.bonus}." if p.bonus else "."
-        ledger.extend(wrap(gave))
-        ledger.extend(wrap(received, first="    "))
+        received = "; ".join(got) if got else "nothing"
+        joiner = " and " if p.ordered else ", " if p.forfeited == p.holding else " and "
+        ledger.extend(wrap(f"{p.handle} held {p.holding}{joiner}{gave}."))
+        ledger.extend(wrap(f"Received {received}" + (f"; ring bonus {p.bonus}." if p.bonus else "."), first="    "))
+        players.append(
+            {
+                "handle": p.handle,
+                "held": p.holding,
+                "gave": gave,
+                "received": received,
+                "got": p.got,
+                "bonus": p.bonus,
+                "score": p.score,
+                "next": None if result.finished else p.next_holding,
+            }
+        )
 
-    rings = []
+    ring_texts = []
     for ring in result.analysis.rings:
         names = [h(m) for m in ring.members]
-        rings.extend(
-            wrap(
-                f"{ring_path(names)}: {ring.size} players passing {pts(ring.amount)}, "
-                f"each receives {ring.amount * ring.size} instead of {ring.amount} (+{ring.bonus})."
-            )
+        ring_texts.append(
+            f"{ring_path(names)}: {ring.size} players passing {pts(ring.amount)}, "
+            f"each receives {ring.amount * ring.size} instead of {ring.amount} (+{ring.bonus})."
         )
-    broken = []
+    broken_texts = []
     for b in result.analysis.broken:
         names = [h(m) for m in b.members]
-        why = [f"{h(u)} gives {v_n} to {h(v)}" for u, v, v_n in b.breakers[:MAX_BREAKERS_SHOWN]]
+        why = [f"{h(u)} gives {n} to {h(v)}" for u, v, n in b.breakers[:MAX_BREAKERS_SHOWN]]
         more = len(b.breakers) - MAX_BREAKERS_SHOWN
         if more > 0:
             why.append(f"{more} more")
-        broken.extend(wrap(f"{ring_path(names)} ({pts(b.amount)}): broken by {', '.join(why)}."))
-    tangles = []
+        broken_texts.append(f"{ring_path(names)} ({pts(b.amount)}): broken by {', '.join(why)}.")
+    tangle_texts = []
     for t in result.analysis.tangles:
         names = [h(m) for m in t.members[:MAX_TANGLE_NAMES]]
-        listed = ", ".join(names) + (f" and {len(t.members) - len(names)} more" if len(t.members) > len(names) else "")
-        tangles.extend(
-            wrap(
-                f"Gifts of {pts(t.amount)} among {len(t.members)} players ({listed}) loop {t.loops} ways, "
-                f"more than {tangle_loops}: a tangle, so no ring of three or more forms there."
-            )
+        more = len(t.members) - len(names)
+        listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")
+        tangle_texts.append(
+            f"Gifts of {pts(t.amount)} among {len(t.members)} players ({listed}) form a circle with "
+            f"{t.loops} loops, more than {tangle_loops}: a tangle, where no ring of three or more forms."
         )
 
     return {
         "game": game_name,
         "round": result.round,
         "ledger": ledger,
-        "rings": rings,
-        "broken": broken,
-        "tangles": tangles,
+        "players": players,
+        "rings": [line for text in ring_texts for line in wrap(text)],
+        "broken": [line for text in broken_texts for line in wrap(text)],
+        "tangles": [line for text in tangle_texts for line in wrap(text)],
+        "ring_texts": ring_texts,
+        "broken_texts": broken_texts,
+        "tangle_texts": tangle_texts,
         "table": score_table(result),
         "notes": [line for note in result.notes for line in wrap(note, "")],
+        "note_texts": list(result.notes),
         "winner": result.winner,
         "finished": result.finished,
         "next_round": None if result.finished else result.round + 1,

@@ -27,17 +27,11 @@ class PlayerRound:
     handle: str
     holding: int
     ordered: bool
-    gave: list[tuple[str, int]] = field(default_factory=list)  # (recipient, points)
-    received: list[tuple[str, int]] = field(default_factory=list)  # (giver, points)
     share: int = 0  # points from split unordered holdings (option no_order=split)
     bonus: int = 0  # ring bonuses
     forfeited: int = 0  # own points lost for want of an order
     got: int = 0  # gifts received plus share
     score: int = 0  # the ruling: points received including ring bonuses
-
-    def total(self) -> None:
-        self.got = sum(n for _, n in self.received) + self.share
-        self.score = self.got + self.bonus
 
     @property
     def next_holding(self) -> int:
@@ -49,6 +43,7 @@ class PlayerRound:
 class RoundResult:
     round: int
     players: list[PlayerRound]  # active players, join order; ring members index this list
+    gifts: list[dict[int, int]]  # gifts[i][j]: points players[i] gave players[j]
     analysis: RingAnalysis
     winner: str | None = None
     finished: bool = False
@@ -56,6 +51,19 @@ class RoundResult:
 
     def handle(self, i: int) -> str:
         return self.players[i].handle
+
+    def gave(self, i: int) -> list[tuple[str, int]]:
+        """(recipient, points) of players[i]'s gifts."""
+        return [(self.players[j].handle, n) for j, n in self.gifts[i].items()]
+
+    def received(self) -> list[list[tuple[str, int]]]:
+        """Per player, (giver, points) of the gifts received, givers in join order."""
+        incoming: list[list[tuple[str, int]]] = [[] for _ in self.players]
+        for i, gifts in enumerate(self.gifts):
+            giver = self.players[i].handle
+            for j, n in gifts.items():
+                incoming[j].append((giver, n))
+        return incoming
 
     @property
     def scores(self) -> dict[str, int]:
@@ -82,12 +90,9 @@ def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundR
             if j is None:
                 j = by_key[key(gift.to)]
             mine[j] = mine.get(j, 0) + gift.amount
-    for i, gifts in enumerate(out):
-        giver = handles[i]
-        gave = rows[i].gave
+    for gifts in out:
         for j, n in gifts.items():
-            gave.append((handles[j], n))
-            rows[j].received.append((giver, n))
+            rows[j].got += n
     # No order: the holding is forfeited, or split evenly among the others.
     others = len(active) - 1
     if game.no_order == "split" and others > 0:
@@ -95,6 +100,7 @@ def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundR
         pool = sum(each)
         for row, own in zip(rows, each):
             row.share = pool - own
+            row.got += row.share
             if not row.ordered:
                 row.forfeited = row.holding - own * others
     else:
@@ -105,9 +111,9 @@ def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundR
     analysis = find_rings(out, tangle_loops)
     for row, bonus in zip(rows, analysis.bonuses(len(active))):
         row.bonus = bonus
-        row.total()
+        row.score = row.got + bonus
 
-    result = RoundResult(game.round, rows, analysis)
+    result = RoundResult(game.round, rows, out, analysis)
     _decide_end(result, game.round_limit)
     return result
 
@@ -172,7 +178,6 @@ def advance(game: Game, result: RoundResult) -> Game:
         end_note=" ".join(result.notes) if result.finished else None,
         last={
             "round": result.round,
-            "scores": [[r.handle, r.score] for r in result.players],
             "rings": [
                 [ring.amount, [result.handle(m) for m in ring.members]] for ring in result.analysis.rings
             ],

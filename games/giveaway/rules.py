@@ -211,6 +211,8 @@ class GiveawayRules(Rules):
                 dropped.append(giver)
                 continue
             orders[giver] = gifts
+        if k in game.orders:
+            out.orders[p.handle] = []
         game = replace(game, players=players, orders=orders)
         out.left.append(p.handle)
         for giver in dropped:

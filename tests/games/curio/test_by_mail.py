@@ -82,6 +82,14 @@ def choose(grid: dict[str, str], side: str, setup: Setup) -> Move:
     return min(moves, key=gap)
 
 
+def positions_end_reason(board: dict) -> str:
+    """Why the engine says the exported game is over."""
+    final = replay(Setup.from_dict(board["setup"]), board["seed"], board["moves"])[-1]
+    winner, reason = final.result()
+    assert (winner is None) == (board["winner"] is None)
+    return reason
+
+
 def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
     for who in ("alice", "bob", "carol"):
         pbm.register(who, PW[who])
@@ -134,7 +142,6 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
             assert "move #2 has already been played on board 101; the next is move #3" in again
         side = DARK if side == LIGHT else LIGHT
     pbm.settle()
-    print("PLAYED", played)
 
     # the end is in both players' last mails and the observer's
     for addr in (A, B, C):
@@ -144,6 +151,7 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
     doc = json.loads(pbm.cli("game", "export", "curio").stdout)
     board = doc["state"]["boards"]["101"]
     assert board["status"] == "finished" and len(board["moves"]) == played
+    assert positions_end_reason(board) == board["reason"]
     positions = replay(Setup.from_dict(board["setup"]), board["seed"], board["moves"])
     assert positions[-1].to_json() == board["position"]
     assert any(p.revealed for p in positions[-1].pieces.values()) or "x" not in "".join(board["moves"])

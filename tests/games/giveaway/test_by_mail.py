@@ -113,5 +113,6 @@ def test_three_rounds_by_mail(pbm):
         assert row(text, "erin") == ["12", "0", "0", "0", "-"]
         assert "alice wins the game with 114 points." in flat(text)
         assert "The game is over. The winner is alice." in text
+        assert "The game is over. The winner is alice." in (pbm.html(report) or "")
     shown = pbm.cli("game", "show", "gift").stdout
     assert "Winner: alice." in shown

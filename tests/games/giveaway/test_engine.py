@@ -265,9 +265,11 @@ def test_leaving_drops_the_orders_that_give_to_the_leaver():
     t = Table("Alice", "Bob", "Carol", "Dave")
     t.send("Alice", "GIVE 2 TO Dave", "GIVE 1 TO Bob")
     t.send("Bob", "GIVE 3 TO Carol")
+    t.send("Dave", "GIVE 3 TO Bob")
     out = t.send("Dave", "LEAVE")
     assert out.results[0].message == "accepted: you have left the game before round 1"
-    assert out.orders == {"Alice": []}
+    assert out.orders == {"Dave": [], "Alice": []}
+    assert RULES.players(t.state) == ["Alice", "Bob", "Carol"]
     (notice,) = out.notices
     assert notice.to == ["Alice"] and notice.template == "dropped.txt"
     assert notice.data == {"game": "gv", "left": "Dave", "round": 1, "holding": 3}
@@ -438,3 +440,16 @@ def test_every_mail_template_renders_what_the_player_needs():
     t3.run()
     over = t3.send("Bob", "LEAVE")
     assert "so the game ends here without a winner" in " ".join(render(over.notices[-1]).split())
+
+
+def test_report_html_part_has_the_same_facts():
+    from pbm_server.compose import make_environment
+
+    t = Table("Alice", "Bob", "Carol")
+    t.holdings(Alice=1, Bob=2, Carol=1)
+    give_all(t, {"Alice": ["GIVE 1 TO Bob"], "Bob": ["GIVE 1 TO Alice", "GIVE 1 TO Carol"], "Carol": ["GIVE 1 TO Alice"]})
+    notice = t.run().notices[0]
+    html = make_environment().get_template("giveaway/report.html").render(**notice.data, viewer="Bob")
+    assert "<tr><td>Bob</td><td align=\"right\">2</td><td>gave 1 to Alice, 1 to Carol</td><td>1 from Alice</td>" in html
+    assert "<li>Alice &gt; Bob &gt; Alice: 2 players passing 1 point, each receives 2 instead of 1 (+1).</li>" in html
+    assert "<li>Alice &gt; Bob &gt; Carol &gt; Alice (1 point): broken by Bob gives 1 to Alice.</li>" in html

@@ -1,0 +1,48 @@
+"""Auditable randomness: the hash of a turn's seed is published before the
+turn, the seed is revealed after it, and the seed reproduces every roll."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from tests.desk.conftest import PW, T0
+
+
+def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.set_clock(T0)
+    pbm.start()
+    pbm.register("gm", "gm-secret9", email="gm@example.org")
+    for p in ("alice", "bob"):
+        pbm.register(p, PW)
+    pbm.new_game("agora_rpg", "town")
+
+    def mail(who, to, body):
+        return pbm.text(pbm.mail(f"{who}@example.org", to, f"{body}\n$${PW}$$"))
+
+    status = mail("alice", "pbm", "status town")
+    published = re.search(r"SHA-256 of the seed of week 1: ([0-9a-f]{64})", status).group(1)
+    # dice from several mails of two players, interleaved
+    mail("alice", "town", "JOIN\nMOVE Town Square -> Dungeon Level 1")
+    mail("bob", "town", "JOIN\nMOVE Town Square -> Dungeon Level 1")
+    for _ in range(2):
+        mail("alice", "town", "EXPLORE")
+        mail("bob", "town", "EXPLORE\nFLEE")
+    pbm.run_turn("town", "--turn", "1")
+    report = next(m for m in pbm.inbox("alice@example.org") if "report for week 1" in str(m["Subject"]))
+    text = pbm.text(report)
+
+    seed = re.search(r"Random seed of week 1: ([0-9a-f]{64})", text).group(1)
+    assert hashlib.sha256(bytes.fromhex(seed)).hexdigest() == published
+    rolls = [(int(sides), int(result)) for sides, result in re.findall(r": 1d(\d+) = (\d+) \(", text)]
+    assert len(rolls) >= 4, text
+    # docs/randomness.md: one generator per turn, every draw in the order of the report
+    rng = random.Random(int.from_bytes(bytes.fromhex(seed), "big"))
+    assert [(sides, rng.randint(1, sides)) for sides, _ in rolls] == rolls
+    # a different seed would not have produced them
+    other = random.Random(int.from_bytes(hashlib.sha256(b"other").digest(), "big"))
+    assert [(sides, other.randint(1, sides)) for sides, _ in rolls] != rolls
+    # the next week's hash is already published in the same report
+    assert re.search(r"SHA-256 of the seed of week 2: [0-9a-f]{64}", text)
