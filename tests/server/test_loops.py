@@ -49,3 +49,14 @@ def test_replies_to_one_address_are_rate_limited(pbm_stopped):
     assert "will not answer this address again" in pbm.flat(got[-1])
     notes = [r[0] for r in pbm.sql("SELECT note FROM inbox WHERE note IS NOT NULL")]
     assert len(notes) == 2 and all("limit 3" in n for n in notes)
+
+
+def test_a_player_proving_their_password_is_always_answered(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.env["PBM_REPLY_LIMIT_PER_HOUR"] = "3"
+    pbm.start()
+    email = pbm.register("busy", "busy-player1")
+    for _ in range(5):
+        pbm.send(email, "pbm", "games\n$$busy-player1$$")
+    pbm.settle()
+    assert len(pbm.inbox(email)) == 6

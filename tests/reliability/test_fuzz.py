@@ -1,0 +1,185 @@
+"""Fuzzing with hypothesis: the mail parser and every game's command parser,
+on arbitrary bytes and on mutated valid mails.  No exception escapes.
+
+The end-to-end half (test_fuzzed_mails_through_the_server) sends mutated mails
+through a running `pbm serve` and checks every accepted one got a reply or a
+recorded drop.  More examples: ``PBM_FUZZ_EXAMPLES=5000`` (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import smtplib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from games import available_kinds, get_rules
+from games.base import Command, Line
+from pbm_server.mailtext import automatic_reason, command_lines, dedup_key, read_mail, subject_command, take_passwords
+
+EXAMPLES = int(os.environ.get("PBM_FUZZ_EXAMPLES", "150"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+VALID_MAILS = [
+    b"From: Alice <alice@example.org>\r\nTo: pbm@pbm.test\r\nSubject: register\r\nMessage-ID: <1@example.org>\r\n\r\nregister alice secret-1\r\n",
+    b"From: bob@example.org\r\nTo: gift@pbm.test\r\nSubject: Re: [2] orders\r\nIn-Reply-To: <x@pbm.test>\r\n"
+    b"Content-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+    b"$$pw=E4$$\r\nGIVE 2 TO alice\r\n\r\n> quoted GIVE 3 TO carol\r\n-- \r\nBob\r\n",
+    b"From: carol@example.org\r\nTo: curio@pbm.test\r\nMIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=XX\r\n\r\n"
+    b"--XX\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>move 101 carol pw a1-b3</p><div>JOIN</div>\r\n--XX--\r\n",
+    b"From: =?utf-8?b?w4R0c2No?= <dave@example.org>\r\nTo: rmpm@pbm.test\r\nSubject: =?utf-8?q?16-04_-=3E_16-05?=\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\nJCRwdyQkCkpPSU4gYmQgMDEtMDUgMjUtMTAgYmx1ZSBkcmFnb24K\r\n",
+    b"From: MAILER-DAEMON@example.org\r\nAuto-Submitted: auto-replied\r\nPrecedence: bulk\r\nList-Id: <l.example.org>\r\n\r\nbounce\r\n",
+]
+
+
+def mutate(rng: random.Random, data: bytes, rounds: int) -> bytes:
+    """Byte flips, insertions, deletions, duplicated and cut spans."""
+    b = bytearray(data)
+    for _ in range(rounds):
+        op = rng.randrange(6)
+        i = rng.randrange(len(b) + 1)
+        if op == 0 and b:
+            b[min(i, len(b) - 1)] = rng.randrange(256)
+        elif op == 1:
+            b[i:i] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8)))
+        elif op == 2 and b:
+            del b[i:i + rng.randrange(1, 16)]
+        elif op == 3:
+            j = rng.randrange(len(b) + 1)
+            b[i:i] = b[min(i, j):max(i, j)][:200]
+        elif op == 4:
+            b[i:i] = rng.choice([b"\r\n", b"\n", b"\r", b"\x00", b"=?utf-8?b?", b"--XX\r\n", b":", b"$$", b"\r\n\r\n", b"\xff\xfe"])
+        else:
+            del b[i:]
+    return bytes(b)
+
+
+def check_mail(raw: bytes) -> None:
+    mail = read_mail(raw, "sender@example.org")
+    assert isinstance(mail.body, str) and isinstance(mail.subject, str) and isinstance(mail.from_addr, str)
+    lines = command_lines(mail.body)
+    assert all(isinstance(ln, Line) and ln.text and "\n" not in ln.text for ln in lines)
+    _, kept = take_passwords(lines)
+    assert all("$$" not in ln.text or ln.text.count("$$") == 1 for ln in kept)
+    subject_command(mail.subject)
+    automatic_reason(mail, "sender@example.org", "pbm.test")
+    assert len(dedup_key(raw, mail.message_id)) == 64
+
+
+@FUZZ
+@given(st.binary(max_size=3000))
+def test_mail_parser_on_arbitrary_bytes(raw):
+    check_mail(raw)
+
+
+@FUZZ
+@given(st.sampled_from(VALID_MAILS), st.randoms(use_true_random=False), st.integers(1, 40))
+def test_mail_parser_on_mutated_mails(raw, rng, rounds):
+    check_mail(mutate(rng, raw, rounds))
+
+
+@FUZZ
+@given(st.text(max_size=2000))
+def test_command_lines_on_arbitrary_text(body):
+    lines = command_lines(body)
+    take_passwords(lines)
+    subject_command(body[:300])
+
+
+# -- every game's command parser ---------------------------------------------------------
+VALID_LINES = {
+    "rmpm": ["JOIN bd 01-05 25-10 blue dragon", "16-04 -> 16-05", "22-07 -> 25-07", "F 15-04 u -> l", "E 16-03 <-> 16-05",
+             "BUY 12-12", "BUY", "USE MT", "LEAVE"],
+    "giveaway": ["JOIN", "GIVE 2 TO alice", "GIVE 1 TO bob", "LEAVE"],
+    "agora_rpg": ["JOIN", "MOVE Town Square -> Healer", "EXPLORE", "DRINK HEALTH POTION 2", "DRINK VITALITY POTION 1", "HEAL",
+                  "EXCHANGE 10 GOLD", "TRANSFER 5 gold TO bob", "ATTACK", "FLEE", "LEAVE", "MOVE Healer -> Dungeon Level 2"],
+    "sequence": ["JOIN", "Piece 1: +5, 2", "Piece 10: -3, 1", "Piece 3: 7, 3"],
+    "curio": ["curio challenge -base=3 alice bob", "curio move 101 alice pw a1-b3", "move 101 bob pw a4-a3",
+              "curio resign 101 alice pw", "curio show 101", "curio showas alice pw 101", "challenge alice bob"],
+}
+KINDS = available_kinds()
+
+
+def check_parse(kind: str, lines: list[Line]) -> None:
+    commands = get_rules(kind).parse(lines)
+    assert isinstance(commands, list)
+    for cmd in commands:
+        assert isinstance(cmd, Command)
+        assert cmd.line in lines, f"{kind}: a command for a line that was not given: {cmd.line!r}"
+        assert cmd.error is None or (isinstance(cmd.error, str) and cmd.error.strip())
+        if cmd.credentials:  # an inline password is never echoed
+            assert cmd.credentials[1] not in cmd.text.split()
+    answered = {cmd.line for cmd in commands}
+    missing = [ln for ln in lines if ln not in answered]
+    assert not missing, f"{kind}: no command (and so no answer) for {missing!r}"
+
+
+line_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), min_size=1, max_size=120).map(str.strip).filter(bool)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@FUZZ
+@given(data=st.data())
+def test_game_parser_on_arbitrary_lines(kind, data):
+    texts = data.draw(st.lists(line_text, min_size=1, max_size=8))
+    check_parse(kind, [Line(i + 1, t) for i, t in enumerate(texts)])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@FUZZ
+@given(data=st.data())
+def test_game_parser_on_mutated_lines(kind, data):
+    rng = data.draw(st.randoms(use_true_random=False))
+    picks = data.draw(st.lists(st.sampled_from(VALID_LINES[kind]), min_size=1, max_size=8))
+    texts = []
+    for t in picks:
+        m = mutate(rng, t.encode(), rng.randrange(0, 6)).decode("utf-8", "replace")
+        m = " ".join(m.replace("\x00", " ").split())
+        if rng.random() < 0.3:
+            m = m.upper() if rng.random() < 0.5 else m.lower()
+        texts.append(m or t)
+    check_parse(kind, [Line(i + 1, t) for i, t in enumerate(texts)])
+
+
+# -- through the server -------------------------------------------------------------------------
+def test_fuzzed_mails_through_the_server(pbm):
+    """Mutated valid mails over SMTP: each one the listener accepted is answered
+    or dropped with its reason recorded; none is shunted (an exception)."""
+    rng = random.Random(int(os.environ.get("PBM_FUZZ_SEED", "9")))
+    count = max(20, EXAMPLES // 3)
+    pbm.register("alice", "secret-1")
+    for kind in KINDS:
+        if kind != "curio":
+            pbm.new_game(kind, kind)
+    pbm.mail("alice@example.org", "pbm", "curio challenge alice alice")
+    accepted = 0
+    for n in range(count):
+        base = rng.choice(VALID_MAILS)
+        head, _, body = base.partition(b"\r\n\r\n")
+        head = b"\r\n".join(h for h in head.split(b"\r\n") if not h.lower().startswith((b"to:", b"message-id:")))
+        to = rng.choice(["pbm"] + [k for k in KINDS])
+        raw = mutate(rng, head + b"\r\n\r\n" + body, rng.randrange(0, 12))
+        raw = f"To: {to}@{pbm.domain}\r\nMessage-ID: <fuzz.{n}@example.org>\r\n".encode() + raw
+        sender = rng.choice(["alice@example.org", f"p{n}@example.org", ""])
+        try:
+            with smtplib.SMTP("127.0.0.1", pbm.port, timeout=30) as smtp:
+                smtp.sendmail(sender, [f"{to}@{pbm.domain}"], raw)
+            accepted += 1
+        except smtplib.SMTPException:
+            pass  # refused at the door (e.g. a line too long): the sender's MTA bounces it
+    assert accepted >= count // 2
+    pbm.settle(timeout=120)
+    rows = pbm.sql("SELECT id, status, note FROM inbox WHERE raw LIKE '%fuzz.%'")
+    assert len(rows) == accepted
+    shunted = [r for r in rows if r[1] not in ("done", "dropped", "duplicate")]
+    assert not shunted, shunted
+    for row_id, status, note in rows:
+        if status == "done":
+            replies = pbm.sql("SELECT count(*) FROM outbox WHERE inbound_id = :i AND kind = 'reply'", i=row_id)[0][0]
+            assert replies == 1 or (note or "").startswith("not answered"), (row_id, note)
+        else:
+            assert note, f"inbox {row_id} was {status} without a reason"
