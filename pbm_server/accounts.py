@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from games import KINDS, get_rules
 from games.base import Line, Result, Section
 from pbm_server.compose import MASK, Composer
-from pbm_server.gameplay import account_by_email, account_by_handle, player_count
+from pbm_server.gameplay import account_by_email, account_by_handle, player_count, show_time
 from pbm_server.models import Account, Game
 from pbm_server.passwords import hash_password, verify_password
 from pbm_server.settings import Settings
@@ -105,6 +105,8 @@ def cmd_help(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 
 def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     games = ctx.session.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all()
+    me = account_by_handle(ctx.session, ctx.handle) if ctx.handle else None
+    tz = me.timezone if me else None
     rows = []
     for g in games:
         rules = get_rules(g.kind)
@@ -117,7 +119,7 @@ def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                 "turn": g.turn,
                 "turn_name": rules.turn_name,
                 "players": player_count(ctx.session, g),
-                "next_deadline": g.next_deadline.strftime("%Y-%m-%d %H:%M UTC") if g.next_deadline else None,
+                "next_deadline": show_time(g.next_deadline, tz) if g.next_deadline else None,
             }
         )
     text = ctx.composer.render("server/games.txt", {"games": rows, "domain": ctx.settings.domain}).text

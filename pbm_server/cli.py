@@ -259,7 +259,7 @@ def game_do(env: Env, name, lines):
         ctx = Context(now=now, rng=random.Random(int(seed, 16)), actor=Actor(handle=None, email=env.settings.gm_address, authenticated=True, is_gm=True), turn=g.turn, game_name=g.name)
         outcome = apply_commands(s, g, rules, commands, ctx, None)
         env.mailer().send_notices(s, g, rules, outcome.notices, now)
-        audit(s, now, "cli", "game do", f"{g.name}: " + " | ".join(lines) + f" (seed {seed})", g)
+        audit(s, now, "cli", "game do", f"{g.name}: " + " | ".join(lines), g)
         ok = True
         for r in outcome.results:
             click.echo(f"{'ok     ' if r.ok else 'REFUSED'} {r.text}: {r.message}")

@@ -464,9 +464,11 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
 def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
     rules = get_rules(game.kind)
     state = json.loads(json.dumps(game.state))
-    outcome = rules.tick(state, Context(now=now, rng=rng_from_seed(new_seed()), turn=game.turn, game_name=game.name))
+    rng = turn_rng(game)
+    outcome = rules.tick(state, Context(now=now, rng=rng, turn=game.turn, game_name=game.name))
     if outcome is None:
         return False
+    keep_rng(game, rng)
     _save(game, outcome.state, now)
     record_outcome(session, game, outcome, now, "scheduler")
     mailer.send_notices(session, game, rules, outcome.notices, now)

@@ -123,6 +123,8 @@ class Outbound:
                 self._deliver(row)
             except PermanentFailure as exc:
                 error, permanent = str(exc), True
+            except ValueError as exc:  # e.g. a non-ASCII address smtplib cannot send to: retrying cannot help
+                error, permanent = f"cannot be sent: {type(exc).__name__}: {exc}", True
             except (OSError, smtplib.SMTPException, socket.timeout) as exc:
                 error = f"{type(exc).__name__}: {exc}"
             handled += 1

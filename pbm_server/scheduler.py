@@ -32,6 +32,7 @@ from pbm_server import clock
 from pbm_server.db import LOCK_SCHEDULER, Database
 from pbm_server.gameplay import DeskError, Mailer, absent_handles, account_by_handle, audit, run_turn, show_time, tick
 from pbm_server.models import Game, Order
+from pbm_server.outbound import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,15 @@ class Scheduler:
     def missing(s, game: Game, moment) -> tuple[list[str], list[str], frozenset[str]]:
         """(players, players who owe orders and are not on vacation, absent)."""
         rules = get_rules(game.kind)
-        players = list(rules.players(game.state))
+        try:
+            players = list(rules.players(game.state))
+            waiting = list(rules.waiting_for(game.state))
+        except Exception:  # a broken state: the turn run will say what is wrong
+            log.exception("cannot read the players of %s", game.name)
+            return [], [], frozenset()
         absent = absent_handles(s, players, moment)
         keys = {h.lower() for h in absent}
-        return players, [h for h in rules.waiting_for(game.state) if h.lower() not in keys], absent
+        return players, [h for h in waiting if h.lower() not in keys], absent
 
     def why_run(self, s, game: Game, now) -> str | None:
         """"deadline", "early" or None (not now)."""
@@ -98,14 +104,36 @@ class Scheduler:
                 if why is None:
                     continue
                 try:
-                    run_turn(s, game, self.mailer, now, actor="scheduler" if why == "deadline" else "scheduler (early)", expected_turn=game.turn)
+                    with s.begin_nested():  # a refused turn leaves nothing behind
+                        run_turn(s, game, self.mailer, now, actor="scheduler" if why == "deadline" else "scheduler (early)", expected_turn=game.turn)
                     if why == "early":
                         game.early_version = game.version
-                except DeskError as exc:
-                    log.warning("turn of %s not run: %s", game.name, exc)
+                except Exception as exc:
+                    # the game refused (DeskError) or failed: nothing of the turn is
+                    # kept; the deadline is taken off so it is not retried every
+                    # pass, and the GM is told
+                    if not isinstance(exc, DeskError):
+                        log.exception("turn of %s failed", game.name)
+                    else:
+                        log.warning("turn of %s not run: %s", game.name, exc)
+                    missed = game.next_deadline
                     game.next_deadline = None
+                    audit(s, now, "scheduler", "turn failed", f"{game.name} {game.turn}: {type(exc).__name__}: {exc}", game)
+                    self.tell_gm(s, f"The turn of {game.name} due at {show_time(missed)} was not run.", [
+                        ("game", game.name), ("turn", str(game.turn)), ("error", f"{type(exc).__name__}: {exc}"),
+                        ("what now", f"fix it, then pbm turn run {game.name} --turn {game.turn}, and set the deadline again: pbm game deadline {game.name} {game.deadline or 'EXPR'}"),
+                    ], now)
                 ran += 1
         return ran
+
+    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now) -> None:
+        if not self.settings.gm_address:
+            return
+        composer = self.mailer.composer
+        body = composer.render("server/gm_notice.txt", {"what": what, "details": details})
+        mid, raw = composer.message(to_addr=self.settings.gm_address, to_name="game master", from_local="pbm",
+                                    subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
+        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind="gm", now=now)
 
     def run_reminders(self) -> int:
         sent = 0

@@ -95,31 +95,52 @@ class Game:
     def order_lines(self, handle: str) -> list[str]:
         return [g.line() for g in self.orders.get(key(handle), [])]
 
+    def __str__(self) -> str:
+        """The standings: holdings and last scores, who left, the last rings."""
+        rows = [("Player", "Holding", "Last score")]
+        for p in self.active:
+            rows.append((p.handle, str(p.holding), "-" if p.score is None else str(p.score)))
+        w = [max(len(r[i]) for r in rows) for i in range(3)]
+        text = "\n".join(f"{r[0].ljust(w[0])}  {r[1].rjust(w[1])}  {r[2].rjust(w[2])}".rstrip() for r in rows)
+        gone = [p.handle for p in self.players if not p.active]
+        if gone:
+            text += "\n\nLeft the game: " + ", ".join(gone)
+        if self.last and self.last.get("rings"):
+            text += f"\n\nRings in round {self.last['round']}:\n" + "\n".join(
+                f"  {' > '.join(names + names[:1])} ({amount} point{'s' if amount != 1 else ''})"
+                for amount, names in self.last["rings"]
+            )
+        return text
+
     # -- JSON -------------------------------------------------------------
     @classmethod
     def from_state(cls, state: dict[str, Any], check: bool = False) -> "Game":
-        """The game in ``state``; ``check``: validate it fully (imports)."""
+        """The game in ``state``.  ``check`` (imports): fill in the optional
+        fields a hand-written file may leave out, spell order keys and
+        recipients as registered, and validate everything."""
         try:
-            if state.get("schema") != SCHEMA:
+            if state.get("schema", SCHEMA) != SCHEMA:
                 raise GameError(f"unknown giveaway state schema {state.get('schema')!r}, expected {SCHEMA}")
-            opts = state["options"]
+            opts = state.get("options", {})
+            round_ = int(state.get("round", 1))
             game = cls(
-                no_order=opts["no_order"],
-                round_limit=int(opts["round_limit"]),
-                round=int(state["round"]),
-                status=state["status"],
+                no_order=opts.get("no_order", "forfeit"),
+                round_limit=int(opts.get("round_limit", 0)),
+                round=round_,
+                status=state.get("status", JOINING if round_ == 1 else PLAYING),
                 players=[
                     Player(
-                        handle=p["handle"],
-                        holding=int(p["holding"]),
-                        active=bool(p["active"]),
+                        handle=str(p["handle"]),
+                        holding=int(p.get("holding", START_HOLDING)),
+                        active=bool(p.get("active", True)),
                         score=p.get("score"),
                         left_round=p.get("left_round"),
                     )
                     for p in state["players"]
                 ],
                 orders={
-                    k: [Gift(int(g[0]), str(g[1])) for g in gifts] for k, gifts in state.get("orders", {}).items()
+                    key(k) if check else k: [Gift(int(g[0]), str(g[1])) for g in gifts]
+                    for k, gifts in state.get("orders", {}).items()
                 },
                 winner=state.get("winner"),
                 end_note=state.get("end_note"),
@@ -127,10 +148,16 @@ class Game:
             )
         except GameError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise GameError(f"not a giveaway state: {exc.__class__.__name__} {exc}") from None
+        except KeyError as exc:
+            raise GameError(f"not a giveaway state: the field {exc} is missing") from None
+        except (TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise GameError(f"not a giveaway state: {exc}") from None
         if check:
             game.validate()
+            index = game.player_index()
+            for gifts in game.orders.values():
+                for g in gifts:
+                    g.to = index[key(g.to)].handle
         return game
 
     def to_state(self) -> dict[str, Any]:
@@ -172,6 +199,16 @@ class Game:
             seen.add(p.key)
             if p.holding < 1:
                 raise GameError(f"player {p.handle} holds {p.holding} points; a holding is at least 1")
+        if self.last is not None:
+            ok = isinstance(self.last, dict) and isinstance(self.last.get("round"), int)
+            rings = self.last.get("rings", []) if ok else None
+            ok = ok and isinstance(rings, list) and all(
+                isinstance(r, list) and len(r) == 2 and isinstance(r[0], int) and isinstance(r[1], list)
+                and all(isinstance(h, str) for h in r[1])
+                for r in rings
+            )
+            if not ok:
+                raise GameError('last must be null or {"round": N, "rings": [[points, [handle, ...]], ...]}')
         index = self.player_index()
         for giver, gifts in self.orders.items():
             p = index.get(giver)

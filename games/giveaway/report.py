@@ -47,48 +47,41 @@ def ring_path(names: list[str]) -> str:
     return " > ".join(names + names[:1])
 
 
-def gift_list(gifts: list[tuple[str, int]], word: str) -> str:
-    return ", ".join(f"{n} {word} {h}" for h, n in gifts)
-
-
 def report_data(result: RoundResult, game_name: str, tangle_loops: int = TANGLE_LOOPS) -> dict[str, Any]:
     """The data of templates/giveaway/report.txt and report.html for one round.
 
     ``ledger``, ``rings``, ``broken``, ``tangles`` and ``notes`` are wrapped
-    text lines; ``players`` and the ``*_texts`` lists are the same facts
-    unwrapped, for the HTML part."""
+    text lines; ``players`` (rows of handle, held, gave, received, bonus,
+    score, next) and the ``*_texts`` lists are the same facts unwrapped, for
+    the HTML part."""
     h = result.handle
     ledger: list[str] = []
-    players: list[dict[str, Any]] = []
+    players: list[list[Any]] = []
     incoming = result.received()
+    handles = [p.handle for p in result.players]
     for i, p in enumerate(result.players):
         if p.ordered:
-            gave = f"gave {gift_list(result.gave(i), 'to')}"
+            gave = "gave " + ", ".join([f"{n} to {handles[j]}" for j, n in result.gifts[i].items()])
         elif p.forfeited == p.holding:
             gave = "sent no order and forfeited all of it"
         else:
             gave = f"sent no order: it was split evenly among the others, {p.forfeited} forfeited"
-        got = []
-        if incoming[i]:
-            got.append(gift_list(incoming[i], "from"))
+        received = ", ".join([f"{n} from {giver}" for giver, n in incoming[i]])
         if p.share:
-            got.append(f"{p.share} from split holdings")
-        received = "; ".join(got) if got else "nothing"
-        joiner = " and " if p.ordered else ", " if p.forfeited == p.holding else " and "
-        ledger.extend(wrap(f"{p.handle} held {p.holding}{joiner}{gave}."))
-        ledger.extend(wrap(f"Received {received}" + (f"; ring bonus {p.bonus}." if p.bonus else "."), first="    "))
-        players.append(
-            {
-                "handle": p.handle,
-                "held": p.holding,
-                "gave": gave,
-                "received": received,
-                "got": p.got,
-                "bonus": p.bonus,
-                "score": p.score,
-                "next": None if result.finished else p.next_holding,
-            }
-        )
+            received = f"{received}; {p.share} from split holdings" if received else f"{p.share} from split holdings"
+        received = received or "nothing"
+        joiner = ", " if not p.ordered and p.forfeited == p.holding else " and "
+        line = f"{p.handle} held {p.holding}{joiner}{gave}."
+        if len(line) <= WIDTH:
+            ledger.append(line)
+        else:
+            ledger.extend(wrap(line))
+        line = f"    Received {received}; ring bonus {p.bonus}." if p.bonus else f"    Received {received}."
+        if len(line) <= WIDTH:
+            ledger.append(line)
+        else:
+            ledger.extend(wrap(line[4:], first="    "))
+        players.append([p.handle, p.holding, gave, received, p.bonus, p.score, None if result.finished else p.next_holding])
 
     ring_texts = []
     for ring in result.analysis.rings:

@@ -184,6 +184,3 @@ def advance(game: Game, result: RoundResult) -> Game:
         },
     )
 
-
-def player_list(players: list[Player]) -> str:
-    return ", ".join(p.handle for p in players)

@@ -381,20 +381,7 @@ class GiveawayRules(Rules):
         if not game.over:
             ordered = sum(1 for p in game.active if p.key in game.orders)
             lines.append(f"Orders received: {ordered} of {len(game.active)}.")
-        lines.append("")
-        rows = [("Player", "Holding", "Last score")]
-        for p in game.active:
-            rows.append((p.handle, str(p.holding), "-" if p.score is None else str(p.score)))
-        w = [max(len(r[i]) for r in rows) for i in range(3)]
-        table = "\n".join(f"{r[0].ljust(w[0])}  {r[1].rjust(w[1])}  {r[2].rjust(w[2])}".rstrip() for r in rows)
-        gone = [p.handle for p in game.players if not p.active]
-        text = "\n".join(lines) + table
-        if gone:
-            text += "\n\nLeft the game: " + ", ".join(gone)
-        if game.last and game.last.get("rings"):
-            text += f"\n\nRings in round {game.last['round']}:\n" + "\n".join(
-                f"  {' > '.join(names + names[:1])} ({pts(amount)})" for amount, names in game.last["rings"]
-            )
+        text = "\n".join(lines) + "\n\n" + str(game)
         sections = [Section(title=f"Giveaway - round {game.round}", text=text)]
         me = game.find(viewer) if viewer else None
         if me is not None and me.active and not game.over:

@@ -197,3 +197,30 @@ def test_grace_period_waits_for_missing_orders(table_stopped):
     pbm.set_clock("2026-11-28T09:00:00+00:00")
     t.wait_mails("alice", "g1: round 2 report")
     assert t.turn("g1") == 3
+
+
+def test_a_turn_that_fails_leaves_nothing_behind_and_tells_the_gm(table_stopped):
+    import sqlite3
+
+    t = table_stopped.setup()
+    pbm = t.pbm
+    for p in PLAYERS:
+        t.order(p)
+    # damage the stored state the way a bad import or a bug would
+    path = pbm.db_url.split("sqlite:///", 1)[1]
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE games SET state = json_set(state, '$.schema', 99) WHERE name = 'g1'")
+    row = "SELECT state, version, turn, turn_seed, rng_state FROM games WHERE name = 'g1'"
+    before = pbm.sql(row)
+    outbox = pbm.sql("SELECT count(*) FROM outbox")[0][0]
+    pbm.set_clock("2026-11-21T03:00:00+00:00")
+    gm = t.wait_mails("gm@example.org", "was not run")
+    text = pbm.text(gm[0])
+    assert "unknown giveaway state schema 99" in text and "pbm turn run g1 --turn 1" in text
+    pbm.settle()
+    assert pbm.sql(row) == before
+    assert t.runs() == 0 and t.turn() == 1
+    assert pbm.sql("SELECT count(*) FROM snapshots WHERE phase = 'before'")[0][0] == 0
+    assert pbm.sql("SELECT count(*) FROM outbox")[0][0] == outbox + 1  # only the GM's mail
+    assert pbm.sql("SELECT next_deadline FROM games WHERE name = 'g1'") == [(None,)]
+    assert pbm.sql("SELECT count(*) FROM audit_log WHERE action = 'turn failed'")[0][0] == 1

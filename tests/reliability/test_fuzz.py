@@ -24,7 +24,7 @@ EXAMPLES = int(os.environ.get("PBM_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 VALID_MAILS = [
-    b"From: Alice <alice@example.org>\r\nTo: pbm@pbm.test\r\nSubject: register\r\nMessage-ID: <1@example.org>\r\n\r\nregister alice secret-1\r\n",
+    b"From: Alice <alice@example.org>\r\nTo: pbm@pbm.test\r\nSubject: register\r\nMessage-ID: <1@example.org>\r\n\r\nregister zed zed-secret-9\r\n",
     b"From: bob@example.org\r\nTo: gift@pbm.test\r\nSubject: Re: [2] orders\r\nIn-Reply-To: <x@pbm.test>\r\n"
     b"Content-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
     b"$$pw=E4$$\r\nGIVE 2 TO alice\r\n\r\n> quoted GIVE 3 TO carol\r\n-- \r\nBob\r\n",
@@ -156,6 +156,8 @@ def test_fuzzed_mails_through_the_server(pbm):
         if kind != "curio":
             pbm.new_game(kind, kind)
     pbm.mail("alice@example.org", "pbm", "curio challenge alice alice")
+    pbm.settle()
+    first = pbm.sql("SELECT coalesce(max(id), 0) FROM inbox")[0][0]
     accepted = 0
     for n in range(count):
         base = rng.choice(VALID_MAILS)
@@ -173,7 +175,7 @@ def test_fuzzed_mails_through_the_server(pbm):
             pass  # refused at the door (e.g. a line too long): the sender's MTA bounces it
     assert accepted >= count // 2
     pbm.settle(timeout=120)
-    rows = pbm.sql("SELECT id, status, note FROM inbox WHERE raw LIKE '%fuzz.%'")
+    rows = pbm.sql("SELECT id, status, note FROM inbox WHERE id > :first", first=first)
     assert len(rows) == accepted
     shunted = [r for r in rows if r[1] not in ("done", "dropped", "duplicate")]
     assert not shunted, shunted

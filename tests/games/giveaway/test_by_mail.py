@@ -1,6 +1,7 @@
 """Five players, three rounds of Giveaway by mail over SMTP to a running
-`pbm serve`: joining, orders and refusals, rings, a forfeit, the tie rule and
-the winner, all as the players read them in their mailboxes."""
+`pbm serve`: joining, orders and refusals, rings, a forfeit, a player
+leaving, the tie rule and the winner, all as the players read them in their
+mailboxes."""
 
 from __future__ import annotations
 
@@ -92,27 +93,38 @@ def test_three_rounds_by_mail(pbm):
     assert row(text, "dave") == ["18", "0", "0", "0", "3"]
     assert row(text, "erin") == ["18", "9", "0", "9", "12"]
 
-    # -- round 3: alice passes 100; dave and erin tie at 0 --------------------------------
+    # -- round 3: erin leaves; bob and carol tie at 114, so dave wins with 66 --------------
+    text = send("dave", "GIVE 3 TO erin")
+    assert "accepted: 3 points to erin" in text
+    text = send("erin", "LEAVE")
+    assert "accepted: you have left the game; your 12 points are forfeited" in text
+    (dropped,) = [m for m in pbm.wait_for(mail["dave"], 1) if "erin left" in m["Subject"]]
+    assert dropped["Subject"] == "gift: erin left, your order no longer holds"
+    assert "Your order for round 3 gave points to erin, so it no longer holds" in flat(pbm.text(dropped))
+    text = send("alice", "GIVE 66 TO erin")
+    assert "REFUSED (line 2): erin has left the game: give to players still in it" in text
     for h, line in [
-        ("alice", "GIVE 66 TO bob"),
-        ("bob", "GIVE 57 TO alice"),
-        ("carol", "GIVE 57 TO alice"),
-        ("dave", "GIVE 3 TO carol"),
-        ("erin", "GIVE 12 TO carol"),
+        ("alice", "GIVE 66 TO dave"),
+        ("bob", "GIVE 57 TO carol"),
+        ("carol", "GIVE 57 TO bob"),
+        ("dave", "GIVE 3 TO alice"),
     ]:
         assert "REFUSED" not in send(h, line)
 
     pbm.run_turn("gift")
-    for h in PLAYERS:
+    assert reports(pbm, mail["erin"], 3) == []
+    for h in ["alice", "bob", "carol", "dave"]:
         (report,) = reports(pbm, mail[h], 3)
-        assert report["Subject"] == "gift: round 3 report - alice wins"
+        assert report["Subject"] == "gift: round 3 report - dave wins"
         text = pbm.text(report)
-        assert "No ring formed this round." in text
-        assert row(text, "alice") == ["66", "114", "0", "114", "-"]
-        assert row(text, "dave") == ["3", "0", "0", "0", "-"]
-        assert row(text, "erin") == ["12", "0", "0", "0", "-"]
-        assert "alice wins the game with 114 points." in flat(text)
-        assert "The game is over. The winner is alice." in text
-        assert "The game is over. The winner is alice." in (pbm.html(report) or "")
+        assert "bob > carol > bob: 2 players passing 57 points, each receives 114 instead of 57" in flat(text)
+        assert row(text, "alice") == ["66", "3", "0", "3", "-"]
+        assert row(text, "bob") == row(text, "carol") == ["57", "57", "57", "114", "-"]
+        assert row(text, "dave") == ["3", "66", "0", "66", "-"]
+        assert "erin" not in text.split("Scores")[1]
+        assert "Tied scores drop out of contention (rule 1): 114." in flat(text)
+        assert "dave wins the game with 66 points." in flat(text)
+        assert "The game is over. The winner is dave." in text
+        assert "The game is over. The winner is dave." in (pbm.html(report) or "")
     shown = pbm.cli("game", "show", "gift").stdout
-    assert "Winner: alice." in shown
+    assert "Winner: dave." in shown

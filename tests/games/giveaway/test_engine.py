@@ -453,3 +453,24 @@ def test_report_html_part_has_the_same_facts():
     assert "<tr><td>Bob</td><td align=\"right\">2</td><td>gave 1 to Alice, 1 to Carol</td><td>1 from Alice</td>" in html
     assert "<li>Alice &gt; Bob &gt; Alice: 2 players passing 1 point, each receives 2 instead of 1 (+1).</li>" in html
     assert "<li>Alice &gt; Bob &gt; Carol &gt; Alice (1 point): broken by Bob gives 1 to Alice.</li>" in html
+
+
+def test_a_hand_written_position_can_be_imported_and_played():
+    state = RULES.import_state(
+        {
+            "round": 4,
+            "players": [{"handle": "Alice", "holding": 5}, {"handle": "Bob"}, {"handle": "Carol", "holding": 4}],
+            "orders": {"ALICE": [[5, "bob"]]},
+        }
+    )
+    assert state["status"] == "playing" and state["options"] == {"no_order": "forfeit", "round_limit": 0}
+    assert state["orders"] == {"alice": [[5, "Bob"]]}
+    assert RULES.waiting_for(state) == ["Bob", "Carol"]
+    t = Table()
+    t.state = state
+    give_all(t, {"Bob": ["GIVE 3 TO Carol"], "Carol": ["GIVE 4 TO Alice"]})
+    out = t.run()
+    assert out.notices[0].data["round"] == 4
+    assert scores(out) == {"Alice": 4, "Bob": 5, "Carol": 3}
+    with pytest.raises(GameError, match="gives to 'zed', not another active player"):
+        RULES.import_state({"players": [{"handle": "Alice"}, {"handle": "Bob"}], "orders": {"alice": [[3, "zed"]]}})
