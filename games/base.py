@@ -112,6 +112,23 @@ class Actor:
     is_gm: bool = False  # from PBM_GM_ADDRESS with the GM account's password
 
 
+#: the refusals every game gives to a sender it cannot act for
+NOT_REGISTERED = (
+    "this address has no account: register first by mailing 'register HANDLE PASSWORD' "
+    "to the server's pbm@ address"
+)
+NO_PASSWORD = "this needs your password: put it anywhere in the mail between double dollar signs, like $$password$$"
+
+
+def actor_problem(actor: "Actor | None", need_password: bool = True) -> str | None:
+    """Why a game cannot act for this sender (None: it can)."""
+    if actor is None or not actor.handle:
+        return NOT_REGISTERED
+    if need_password and not actor.authenticated:
+        return NO_PASSWORD
+    return None
+
+
 @dataclass
 class Context:
     now: datetime  # timezone-aware UTC

@@ -257,9 +257,8 @@ def game_do(env: Env, name, lines):
         commands = rules.parse([Line(i + 1, text) for i, text in enumerate(lines)])
         seed = secrets.token_hex(16)
         ctx = Context(now=now, rng=random.Random(int(seed, 16)), actor=Actor(handle=None, email=env.settings.gm_address, authenticated=True, is_gm=True), turn=g.turn, game_name=g.name)
-        outcome = apply_commands(s, g, rules, commands, ctx, None)
+        outcome = apply_commands(s, g, rules, commands, ctx, None, gm_actor="cli")
         env.mailer().send_notices(s, g, rules, outcome.notices, now)
-        audit(s, now, "cli", "game do", f"{g.name}: " + " | ".join(lines), g)
         ok = True
         for r in outcome.results:
             click.echo(f"{'ok     ' if r.ok else 'REFUSED'} {r.text}: {r.message}")

@@ -386,7 +386,8 @@ def run_turn(
             text = body.text + "\n\n" + common_text
             reports[acc.handle_key] = reports[acc.handle_key] + "\n\n" + text if acc.handle_key in reports else text
     copies = set(reports.values())
-    if len(copies) == 1:
+    to_all = all(n.to == [ALL_PLAYERS] for n in outcome.notices if n.kind == "report")
+    if len(copies) == 1 and to_all:
         report = copies.pop()  # everybody got the same: it is public
     elif not reports and outcome.notices and outcome.notices[0].text:
         report = outcome.notices[0].text + "\n\n" + common_text
@@ -437,11 +438,17 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
     game.turn = turn
     game.turn_seed = (snap.rng or {}).get("seed") or game.turn_seed
     game.rng_state = (snap.rng or {}).get("state")
-    game.early_version = None
+    # early processing waits for a change: all orders are still in, and the
+    # GM rolled back to change something before the turn runs again
+    game.early_version = game.version
     if game.status == "finished":
         game.status = "running"
     if game.deadline:
         set_deadline(game, game.deadline, now)
+    # orders for the turns after ``turn`` belonged to states that no longer exist
+    # (the mails themselves stay in the inbox); those of ``turn`` itself are kept
+    for stale in session.scalars(select(Order).where(Order.game_id == game.id, Order.turn > turn)).all():
+        session.delete(stale)
     session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now))
     audit(session, now, actor, "turn rollback", f"{game.name} back to before {rules.turn_name} {turn} (was at {current})", game)
     text = (
@@ -475,7 +482,11 @@ def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
     return True
 
 
-def apply_commands(session: Session, game: Game, rules: Rules, commands, ctx: Context, inbound_id: int | None) -> Outcome:
+def apply_commands(
+    session: Session, game: Game, rules: Rules, commands, ctx: Context, inbound_id: int | None, gm_actor: str | None = None
+) -> Outcome:
+    """A mail's (or the GM's) command lines through the game.  Lines run as
+    the game master are written to the audit log (``gm_actor``: who)."""
     state = json.loads(json.dumps(game.state))
     # the dice come from the turn's stream, whatever generator the caller made
     ctx.rng = turn_rng(game)
@@ -484,6 +495,10 @@ def apply_commands(session: Session, game: Game, rules: Rules, commands, ctx: Co
     _save(game, outcome.state, ctx.now)
     actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"
     record_outcome(session, game, outcome, ctx.now, "gm" if ctx.actor and ctx.actor.is_gm else actor, inbound_id)
+    if ctx.actor and ctx.actor.is_gm and commands:
+        how = f" (mail {inbound_id})" if inbound_id else ""
+        audit(session, ctx.now, gm_actor or ctx.actor.handle or "gm", "game do",
+              f"{game.name}: " + " | ".join(c.text for c in commands) + how, game)
     return outcome
 
 

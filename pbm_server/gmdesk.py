@@ -198,9 +198,8 @@ def gm_do(session, mailer: Mailer, game: Game, lines: list[str], gm_email: str, 
     commands = rules.parse([Line(i + 1, text) for i, text in enumerate(lines)])
     ctx = Context(now=now, rng=random.Random(), actor=Actor(handle=gm_handle, email=gm_email, authenticated=True, is_gm=True),
                   turn=game.turn, game_name=game.name)
-    outcome = apply_commands(session, game, rules, commands, ctx, None)
+    outcome = apply_commands(session, game, rules, commands, ctx, None, gm_actor=actor)
     mailer.send_notices(session, game, rules, outcome.notices, now)
-    audit(session, now, actor, "game do", f"{game.name}: " + " | ".join(lines), game)
     return outcome
 
 

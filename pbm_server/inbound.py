@@ -108,7 +108,8 @@ class IntakeWriter:
     thread takes everything waiting at that moment (up to ``max_batch``),
     commits it in one transaction (one fsync for the group), and resolves the
     group's futures with ONE call into the loop.  Nobody gets a 250 before the
-    commit of their message returned."""
+    commit of their message returned.  ``on_commit(n)`` is called after each
+    commit of ``n`` messages."""
 
     def __init__(self, db: Database, max_batch: int = 256, on_commit=None):
         self.db = db
@@ -176,7 +177,7 @@ class IntakeWriter:
                     pass
             if ids is not None and self.on_commit:
                 try:
-                    self.on_commit()
+                    self.on_commit(len(batch))
                 except Exception:
                     log.exception("on_commit failed")
             if stop:

@@ -16,9 +16,10 @@ import mailbox
 import smtplib
 import socket
 import threading
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from pbm_server import clock
@@ -99,6 +100,26 @@ class Outbound:
                 raise PermanentFailure(f"relay answered {exc.smtp_code} {exc.smtp_error!r}") from exc
             raise
 
+    @contextmanager
+    def _claim(self, row_id: int):
+        """PostgreSQL: hold a session advisory lock on the row while delivering it
+        and marking it, so two servers sharing the database never both send it.
+        The lock goes with the connection, so a crashed server frees it at once.
+        (SQLite: one server per database file; nothing to claim.)"""
+        if self.db.is_sqlite:
+            yield True
+            return
+        with self.db.engine.connect() as conn:
+            key = {"a": LOCK_OUTBOUND, "b": row_id}
+            got = bool(conn.execute(text("SELECT pg_try_advisory_lock(:a, :b)"), key).scalar())
+            conn.commit()
+            try:
+                yield got
+            finally:
+                if got:
+                    conn.execute(text("SELECT pg_advisory_unlock(:a, :b)"), key)
+                    conn.commit()
+
     def run_once(self, limit: int = 100) -> int:
         """Deliver what is due; returns how many rows were handled."""
         now = clock.now()
@@ -113,48 +134,51 @@ class Outbound:
         for row_id in due:
             if self._stop.is_set():
                 break
-            with self.db.read() as s:
-                row = s.get(OutboundMail, row_id)
-                if row is None or row.status != "pending":
-                    continue
-            error: str | None = None
-            permanent = False
-            try:
-                self._deliver(row)
-            except PermanentFailure as exc:
-                error, permanent = str(exc), True
-            except ValueError as exc:  # e.g. a non-ASCII address smtplib cannot send to: retrying cannot help
-                error, permanent = f"cannot be sent: {type(exc).__name__}: {exc}", True
-            except (OSError, smtplib.SMTPException, socket.timeout) as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            handled += 1
-            with self.db.write(lock=LOCK_OUTBOUND) as s:
-                fresh = s.get(OutboundMail, row_id)
-                if fresh.status != "pending":
-                    continue
-                now = clock.now()
-                fresh.attempts += 1
-                if error is None:
-                    fresh.status = "sent"
-                    fresh.sent_at = now
-                    fresh.last_error = None
-                    continue
-                fresh.last_error = error
-                expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
-                if permanent or expired:
-                    fresh.status = "failed"
-                    log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
-                    if self.on_failed is not None:
-                        self.on_failed(s, fresh)
-                else:
-                    delay = min(
-                        self.settings.retry_base_seconds * (2 ** (fresh.attempts - 1)),
-                        self.settings.retry_max_seconds,
-                    )
-                    fresh.next_attempt_at = now + timedelta(seconds=delay)
-            if error is not None and not permanent:
-                # the relay is down: the other due rows would fail the same way
-                break
+            with self._claim(row_id) as mine:
+                if not mine:
+                    continue  # another server is delivering it right now
+                with self.db.read() as s:
+                    row = s.get(OutboundMail, row_id)
+                    if row is None or row.status != "pending":
+                        continue
+                error: str | None = None
+                permanent = False
+                try:
+                    self._deliver(row)
+                except PermanentFailure as exc:
+                    error, permanent = str(exc), True
+                except ValueError as exc:  # e.g. a non-ASCII address smtplib cannot send to: retrying cannot help
+                    error, permanent = f"cannot be sent: {type(exc).__name__}: {exc}", True
+                except (OSError, smtplib.SMTPException, socket.timeout) as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                handled += 1
+                with self.db.write(lock=LOCK_OUTBOUND) as s:
+                    fresh = s.get(OutboundMail, row_id)
+                    if fresh.status != "pending":
+                        continue
+                    now = clock.now()
+                    fresh.attempts += 1
+                    if error is None:
+                        fresh.status = "sent"
+                        fresh.sent_at = now
+                        fresh.last_error = None
+                        continue
+                    fresh.last_error = error
+                    expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
+                    if permanent or expired:
+                        fresh.status = "failed"
+                        log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
+                        if self.on_failed is not None:
+                            self.on_failed(s, fresh)
+                    else:
+                        delay = min(
+                            self.settings.retry_base_seconds * (2 ** (fresh.attempts - 1)),
+                            self.settings.retry_max_seconds,
+                        )
+                        fresh.next_attempt_at = now + timedelta(seconds=delay)
+                if error is not None and not permanent:
+                    # the relay is down: the other due rows would fail the same way
+                    break
         return handled
 
     def run(self) -> None:

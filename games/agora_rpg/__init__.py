@@ -24,7 +24,7 @@ from games.agora_rpg import engine
 from games.agora_rpg.engine import Dice, Refused
 from games.agora_rpg.model import Currency, World
 from games.agora_rpg.parsing import GM_SYNTAX, PLAYER_SYNTAX, parse
-from games.base import ALL_PLAYERS, Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State
+from games.base import ALL_PLAYERS, actor_problem, Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State
 
 
 def _choice(*allowed: str):
@@ -170,12 +170,9 @@ class AgoraRules(Rules):
             fx.audit.append(f"{self.kind} GM: {cmd.text} -> {message}")
             return message
 
-        if actor is None or not actor.handle:
-            raise Refused(
-                "you are not registered: send 'register HANDLE PASSWORD' to the server's pbm@ address first"
-            )
-        if not actor.authenticated:
-            raise Refused("this needs your password: write it anywhere in the mail with $$ on both sides of it")
+        problem = actor_problem(actor)
+        if problem:
+            raise Refused(problem)
         if cmd.name == "join":
             message = engine.join(world, actor.handle, ctx.now)
             fx.joined.append(actor.handle)

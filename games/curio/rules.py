@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from games.base import (
+    NOT_REGISTERED,
     Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State,
 )
 from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
@@ -18,7 +19,7 @@ from games.curio.model import (
 )
 from games.curio.view import board_data, board_text
 
-REGISTER_FIRST = "you are not registered: send `register HANDLE PASSWORD` to pbm@ this server first"
+REGISTER_FIRST = NOT_REGISTERED
 
 
 def _bool(text: str) -> bool:

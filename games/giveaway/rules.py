@@ -16,6 +16,7 @@ from typing import Any
 
 from games.base import (
     ALL_PLAYERS,
+    actor_problem,
     Command,
     Context,
     GameError,
@@ -402,15 +403,7 @@ class GiveawayRules(Rules):
         )
 
 
-def _actor_problem(actor: Any) -> str | None:
-    if actor is None or not actor.handle:
-        return (
-            "you are not registered: first send 'register HANDLE PASSWORD' to the server's "
-            "pbm@ address, then write again with $$yourpassword$$ in the mail"
-        )
-    if not actor.authenticated:
-        return "the password is missing or wrong: put $$yourpassword$$ anywhere in the mail"
-    return None
+_actor_problem = actor_problem
 
 
 def _recipient_problem(game: Game, me: Player, to: str) -> str | None:

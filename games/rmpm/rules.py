@@ -5,17 +5,14 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from games.base import ALL_PLAYERS, Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State
+from games.base import ALL_PLAYERS, NO_PASSWORD, NOT_REGISTERED, Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State
 from games.rmpm.board import Board, fmt, parse_board_file, parse_field
 from games.rmpm.engine import FIELD_PRICE, parse_held, placement_refusal, run_slot, validate_orders, weekly_update
 from games.rmpm.model import Game, Player, new_state, validate_state
 from games.rmpm.orders import ORDER_NAMES, parse_lines
 from games.rmpm.report import status_data, update_data
 
-REGISTER_FIRST = ("this address has no account: register first by sending "
-                  "'register HANDLE PASSWORD' to pbm@ this server")
-NO_PASSWORD = ("your password is missing or wrong: put it somewhere in the mail, enclosed in "
-               "double dollar signs")
+REGISTER_FIRST = NOT_REGISTERED
 JOIN_HINT = "JOIN <abbr> <edge field> <edge field> <alias>, e.g. JOIN bd 01-05 25-10 blue dragon"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from games.base import (
     ALL_PLAYERS,
+    actor_problem,
     Command,
     Context,
     GameError,
@@ -173,21 +174,16 @@ class SequenceRules(Rules):
     # -- checks -----------------------------------------------------------------
     @staticmethod
     def _registered(ctx: Context) -> str:
-        actor = ctx.actor
-        if actor is None or not actor.handle:
-            raise Refused(
-                "you are not registered: first send 'register HANDLE PASSWORD' to the "
-                "server's pbm@ address"
-            )
-        return actor.handle
+        problem = actor_problem(ctx.actor, need_password=False)
+        if problem:
+            raise Refused(problem)
+        return ctx.actor.handle
 
     def _authenticated(self, ctx: Context) -> str:
-        handle = self._registered(ctx)
-        if not ctx.actor.authenticated:
-            raise Refused(
-                "password missing or wrong: put $$your password$$ anywhere in the mail"
-            )
-        return handle
+        problem = actor_problem(ctx.actor)
+        if problem:
+            raise Refused(problem)
+        return ctx.actor.handle
 
     def _member(self, game: Game, ctx: Context, need_password: bool = True) -> str:
         handle = self._authenticated(ctx) if need_password else self._registered(ctx)

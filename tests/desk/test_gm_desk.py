@@ -40,12 +40,15 @@ def test_rollback_restores_the_exact_earlier_state(table_stopped):
     for p in PLAYERS:
         t.order(p)
     before = t.export()
+    row = "SELECT state, turn, turn_seed, rng_state, status, deadline FROM games WHERE name = 'g1'"
+    before_row = pbm.sql(row)
     pbm.run_turn("g1", "--turn", "1")
     report1 = pbm.text(t.wait_mails("bob", "round 1 report")[0])
     assert t.export() != before
     proc = pbm.cli("turn", "rollback", "g1", "1")
     assert "g1 is back before round 1" in proc.stdout
     assert t.export() == before  # state, turn, options, deadline: exactly as before
+    assert pbm.sql(row) == before_row  # and the seed and random stream of round 1
     notice = pbm.text(t.wait_mails("alice", "round 1 rolled back")[0])
     assert "orders held for round 1 are kept" in notice
     status = t.player("alice", "pbm", "status g1")
@@ -129,7 +132,22 @@ def test_gm_desk_by_mail(table_stopped):
     assert "REFUSED" not in reply, reply
     state = json.loads(pbm.cli("game", "export", "town").stdout)["state"]
     assert "Bartender" in json.dumps(state)
-    assert pbm.sql("SELECT actor FROM audit_log WHERE action = 'game do'") == [("gm",)]
+    version = pbm.sql("SELECT version FROM games WHERE name = 'town'")
+    reply = t.gm("do town GM NPC Bartender\ndo town GM FROB\ndo nowhere GM NPC X")
+    assert reply.count("REFUSED") == 3 and "already taken" in reply and "unknown GM command" in reply
+    assert "there is no game named nowhere" in reply and "nothing was changed" in reply
+    assert pbm.sql("SELECT version FROM games WHERE name = 'town'") == version
+    # the GM may also mail the game's own address with the GM password
+    reply = pbm.text(pbm.mail("gm@example.org", "town", f"GM NPC Smith\n$${GM_PW}$$"))
+    assert "REFUSED" not in reply and GM_PW not in reply
+    # a player may not
+    reply = pbm.text(pbm.mail("alice@example.org", "town", f"GM NPC Thief\n$${PW}$$"))
+    assert "only the Game Master" in reply
+    rows = pbm.sql("SELECT actor, detail FROM audit_log WHERE action = 'game do' ORDER BY id")
+    assert [a for a, _ in rows] == ["gm", "gm"]
+    assert rows[0][1] == "town: GM NPC Bartender" and rows[1][1].startswith("town: GM NPC Smith (mail ")
+    state = json.loads(pbm.cli("game", "export", "town").stdout)["state"]
+    assert "Smith" in json.dumps(state) and "Thief" not in json.dumps(state)
 
 
 def test_history_and_status_by_mail(table_stopped):

@@ -37,7 +37,7 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
     seed = re.search(r"Random seed of week 1: ([0-9a-f]{64})", text).group(1)
     assert hashlib.sha256(bytes.fromhex(seed)).hexdigest() == published
     rolls = [(int(sides), int(result)) for sides, result in re.findall(r": 1d(\d+) = (\d+) \(", text)]
-    assert len(rolls) >= 4, text
+    assert len(rolls) >= 2, text
     # docs/randomness.md: one generator per turn, every draw in the order of the report
     rng = random.Random(int.from_bytes(bytes.fromhex(seed), "big"))
     assert [(sides, rng.randint(1, sides)) for sides, _ in rolls] == rolls
@@ -46,3 +46,18 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
     assert [(sides, other.randint(1, sides)) for sides, _ in rolls] != rolls
     # the next week's hash is already published in the same report
     assert re.search(r"SHA-256 of the seed of week 2: [0-9a-f]{64}", text)
+
+    # a rollback cannot re-roll: the week runs again with the same seed and stream
+    pbm.cli("turn", "rollback", "town", "1")
+    status = mail("bob", "pbm", "status town")
+    assert f"SHA-256 of the seed of week 1: {published}" in status
+    mail("alice", "town", "EXPLORE")  # one more roll, drawn where the stream stood
+    pbm.run_turn("town", "--turn", "1")
+    again = [m for m in pbm.inbox("alice@example.org") if "report for week 1" in str(m["Subject"])]
+    assert len(again) == 2
+    text2 = pbm.text(again[1])
+    assert f"Random seed of week 1: {seed}" in text2
+    rolls2 = [(int(sides), int(result)) for sides, result in re.findall(r": 1d(\d+) = (\d+) \(", text2)]
+    assert rolls2[: len(rolls)] == rolls  # (the extra EXPLORE may be refused in a fight)
+    rng = random.Random(int.from_bytes(bytes.fromhex(seed), "big"))
+    assert [(sides, rng.randint(1, sides)) for sides, _ in rolls2] == rolls2

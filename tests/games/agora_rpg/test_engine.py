@@ -56,7 +56,7 @@ def test_rejoining_after_seven_days_gives_five_tokens(table):
 
 
 def test_commands_need_a_registered_authenticated_party(table):
-    assert "not registered" in table.refused(None, "JOIN")
+    assert "has no account" in table.refused(None, "JOIN")
     assert "register HANDLE PASSWORD" in table.refused(None, "JOIN")
     assert "this needs your password" in table.refused("alice", "JOIN", authenticated=False)
     assert table.refused("bob", "EXPLORE") == "bob is not a party to this game: send JOIN first"

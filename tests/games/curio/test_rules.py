@@ -150,7 +150,7 @@ def test_gm_may_challenge_for_two_players_and_both_are_told():
 
 
 @pytest.mark.parametrize("sender, line, message", [
-    (None, "curio challenge alice bob", "you are not registered: send `register HANDLE PASSWORD`"),
+    (None, "curio challenge alice bob", "this address has no account: register first"),
     ("carol", "curio challenge alice bob", "you (carol) can only challenge with yourself"),
     ("alice", "curio challenge alice zed", "there is no account zed: both players must be registered"),
     ("alice", "curio challenge alice alice", "the two players must be different"),
@@ -450,7 +450,7 @@ def test_subscribers_get_the_observer_view_after_every_move():
     assert out.results[0].message == "accepted: you will get every move on board 101 (observer's view)"
     assert t.send("carol", "curio subscribe 101").results[0].message == "you already follow board 101"
     assert t.send("alice", "curio subscribe 101").results[0].message.startswith("you are playing on board 101")
-    assert t.send(None, "curio subscribe 101").results[0].message.startswith("you are not registered")
+    assert t.send(None, "curio subscribe 101").results[0].message.startswith("this address has no account")
     out = t.move("alice", first_quiet_move(t).plain)
     by = {n.to[0]: n for n in out.notices}
     assert set(by) == {"bob", "carol"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from games.base import ALL_PLAYERS, GameError, Line
+from games.base import ALL_PLAYERS, NO_PASSWORD, GameError, Line
 from games.giveaway import RULES
 from tests.games.giveaway.helpers import Table, ctx, lines, report_text, scores
 
@@ -314,9 +314,9 @@ def test_join_and_order_in_one_mail():
 def test_strangers_and_wrong_passwords_are_refused():
     t = Table("Alice", "Bob", "Carol")
     stranger = t.send(None, "JOIN")
-    assert stranger.results[0].message.startswith("you are not registered: first send 'register HANDLE PASSWORD'")
+    assert stranger.results[0].message.startswith("this address has no account: register first")
     nopw = t.send("Alice", "GIVE 3 TO Bob", authenticated=False)
-    assert nopw.results[0].message == "the password is missing or wrong: put $$yourpassword$$ anywhere in the mail"
+    assert nopw.results[0].message == NO_PASSWORD
     assert nopw.orders == {}
     outsider = t.send("Zed", "GIVE 3 TO Bob")
     assert outsider.results[0].message == "you are not playing in this game: send JOIN first (before round 1 is resolved)"

@@ -201,9 +201,9 @@ def test_unregistered_and_unauthenticated(t):
     ctx.actor = Actor(None, "stranger@example.org", False)
     out = RULES.apply(st, cmds, ctx)
     assert [r.ok for r in out.results] == [False, False]
-    assert "register first by sending 'register HANDLE PASSWORD' to pbm@" in out.results[0].message
+    assert "register first by mailing 'register HANDLE PASSWORD'" in out.results[0].message
     out = t.mail(st, "a", "05-05 -> 05-06", "20-20 -> 21-20", authenticated=False)
-    assert out.results[0].message.startswith("your password is missing or wrong")
+    assert out.results[0].message.startswith("this needs your password")
     assert "a" not in out.state["orders"]
 
 

@@ -132,9 +132,9 @@ def test_join_refusals():
     assert not again.results[0].ok
     assert again.results[0].message == "you have joined this game already"
     stranger = t.send(None, "JOIN")
-    assert "not registered" in stranger.results[0].message
+    assert "has no account" in stranger.results[0].message
     nopw = t.send("bob", "JOIN", authenticated=False)
-    assert "password missing or wrong" in nopw.results[0].message
+    assert "this needs your password" in nopw.results[0].message
     t.join("bob")
     full = t.send("cid", "JOIN")
     assert full.results[0].message == "the game is full: it takes at most 2 players"
@@ -281,7 +281,7 @@ def test_not_a_player_or_no_password():
     r = t.send("zed", "Piece 1: 26, 1").results[0]
     assert r.message == "you are not a player of this game: send JOIN first"
     r = t.send("ann", "Piece 1: 1, 1", authenticated=False).results[0]
-    assert r.message.startswith("password missing or wrong")
+    assert r.message.startswith("this needs your password")
     assert t.state["plays"] == []
 
 

@@ -1,0 +1,109 @@
+"""End to end: commands per second from the first SMTP byte to the reply
+accepted by the relay, latency at a steady load below saturation, and the peak
+resident memory of `pbm serve` under that load.
+
+`pbm serve` runs complete on a fresh database with its relay pointed at a sink
+(an aiosmtpd process that records when it accepted each reply, by In-Reply-To).
+The load client (benchmarks/smtpload.py) is a process of its own.  Each mail is
+one command (``help`` to pbm@DOMAIN) from one of 2,000 senders.
+
+1. Capacity: ``burst`` mails as fast as the listener takes them; commands per
+   second = mails / (last reply accepted by the sink - first SMTP byte).
+2. Steady load: ``load_share`` of that capacity for ``seconds``; per mail the
+   latency is (reply accepted by the sink) - (first SMTP byte of the mail):
+   median and 99th percentile.
+3. Memory: VmHWM (peak resident set) of each `pbm serve` process.
+
+    .venv/bin/python benchmarks/bench_e2e.py [--burst 1500] [--seconds 20] [--postgres URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.servers import PbmServe, RelaySink, fresh_database, peak_rss_mb  # noqa: E402
+from benchmarks.smtpload import LoadSpec, run_load_process  # noqa: E402
+
+
+def _replies(sink: RelaySink, wanted: set[str], timeout: float) -> dict[str, float]:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = {irt: t for irt, _, t in sink.received() if irt in wanted}
+        if len(got) >= len(wanted) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = min(len(values) - 1, max(0, int(round(q * (len(values) - 1)))))
+    return values[k]
+
+
+def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concurrency: int = 20,
+        pg: str | None = None, extra_env: dict | None = None) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-e2e-"))
+    db_url, drop = fresh_database(tmp, pg)
+    sink = RelaySink()
+    serve = PbmServe(tmp, sink.port, db_url, extra_env).start()
+    try:
+        # warm-up
+        warm = run_load_process(LoadSpec("127.0.0.1", serve.port, 100, concurrency=concurrency, tag="warm"))
+        _replies(sink, {s.message_id for s in warm.accepted}, 120)
+
+        # 1. capacity
+        res = run_load_process(LoadSpec("127.0.0.1", serve.port, burst, concurrency=concurrency, start=100_000, tag="burst"))
+        acc = {s.message_id: s for s in res.accepted}
+        got = _replies(sink, set(acc), 600)
+        first = min(s.t_start for s in res.sent)
+        span = max(got.values()) - first
+        capacity = len(got) / span
+
+        # 2. steady load below saturation
+        rate = capacity * load_share
+        count = int(rate * seconds)
+        res2 = run_load_process(LoadSpec("127.0.0.1", serve.port, count, concurrency=concurrency, rate=rate,
+                                         start=200_000, tag="steady"))
+        acc2 = {s.message_id: s for s in res2.accepted}
+        got2 = _replies(sink, set(acc2), 300)
+        lat = [(got2[m] - s.t_start) * 1000 for m, s in acc2.items() if m in got2]
+        rss = {pid: round(peak_rss_mb(pid), 1) for pid in serve.pids()}
+        return {
+            "database": "postgresql" if pg else "sqlite",
+            "burst_mails": burst,
+            "burst_replied": len(got),
+            "commands_per_second": round(capacity, 1),
+            "steady_rate_per_second": round(rate, 1),
+            "steady_mails": count,
+            "steady_replied": len(lat),
+            "steady_offered_vs_achieved": round(len(acc2) / res2.elapsed, 1) if res2.elapsed else 0,
+            "latency_ms_median": round(statistics.median(lat), 1) if lat else None,
+            "latency_ms_p99": round(percentile(lat, 0.99), 1) if lat else None,
+            "latency_ms_max": round(max(lat), 1) if lat else None,
+            "peak_rss_mb": {"listener": rss.get(serve.proc.pid), "back_end": sum(v for p, v in rss.items() if p != serve.proc.pid),
+                            "total": round(sum(rss.values()), 1)},
+        }
+    finally:
+        serve.stop()
+        sink.stop()
+        drop()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--burst", type=int, default=1500)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--load-share", type=float, default=0.5)
+    ap.add_argument("--postgres", default=None)
+    a = ap.parse_args()
+    print(json.dumps(run(a.burst, a.seconds, a.load_share, pg=a.postgres), indent=2))
