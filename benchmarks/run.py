@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     for pg in dbs:
         tag = "postgresql" if pg else "sqlite"
         if "intake" in want:
-            kw = dict(count=800, rounds=2, pipe_count=20) if a.quick else dict(count=3000, rounds=5, pipe_count=100)
+            kw = dict(count=800, rounds=2, pipe_count=20) if a.quick else dict(count=2000, rounds=7, pipe_count=100)
             print(f"intake ({tag}) ...", file=sys.stderr, flush=True)
             results[f"intake_{tag}"] = _timed(bench_intake.run, pg=pg, **kw)
         if "e2e" in want:

@@ -121,7 +121,8 @@ class Scheduler:
                     audit(s, now, "scheduler", "turn failed", f"{game.name} {game.turn}: {type(exc).__name__}: {exc}", game)
                     self.tell_gm(s, f"The turn of {game.name} due at {show_time(missed)} was not run.", [
                         ("game", game.name), ("turn", str(game.turn)), ("error", f"{type(exc).__name__}: {exc}"),
-                        ("what now", f"fix it, then pbm turn run {game.name} --turn {game.turn}, and set the deadline again: pbm game deadline {game.name} {game.deadline or 'EXPR'}"),
+                        ("what now", f"fix the cause, then run the turn by hand: pbm turn run {game.name} --turn {game.turn} "
+                                     f"(the deadlines of {game.deadline or 'the game'} resume after that run)"),
                     ], now)
                 ran += 1
         return ran
@@ -175,7 +176,8 @@ class Scheduler:
                             "turn_name": rules.turn_name,
                             "turn": game.turn,
                             "deadline": show_time(game.next_deadline, acc.timezone),
-                            "grace": game.grace_minutes,
+                            "grace": (f"{game.grace_minutes // 60} hours" if game.grace_minutes % 60 == 0 else f"{game.grace_minutes} minutes")
+                            if game.grace_minutes else "",
                         },
                     )
                     sent += len(self.mailer.send_notices(s, game, rules, [notice], now))

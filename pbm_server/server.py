@@ -21,8 +21,9 @@ mail the worker parses and answers is time the event loop cannot accept mail
   the back end is told to stop and waited for.
 * Intake first: while mail streams in faster than the listener commits it one
   by one (a commit of two or more mails in the last 50 ms), the worker rests
-  after each mail twice as long as the CPU time the mail took, so it uses at
-  most a third of a CPU and the listener keeps the rest.  A mail accepted is
+  after each mail three times as long as the CPU time the mail took, so it uses
+  at most a quarter of a CPU and the listener keeps the rest; outbound
+  delivery does the same.  A mail accepted is
   safe on disk; answering it can wait a moment, but a slow listener makes
   senders' MTAs time out and retry.  When the stream stops the worker runs
   flat out again.  ``PBM_INTAKE_FIRST=0`` turns this off.
@@ -60,7 +61,7 @@ ENV_WAKE_FD = "PBM_INTERNAL_WAKE_FD"
 ENV_PARENT = "PBM_INTERNAL_PARENT_PID"
 
 #: while mail streams in, the worker rests this many times as long as each mail took
-INTAKE_FIRST = 2.0
+INTAKE_FIRST = 3.0
 #: "streams in": a commit of at least INTAKE_GROUP mails within INTAKE_WINDOW seconds
 INTAKE_WINDOW = 0.05
 INTAKE_GROUP = 2
@@ -189,6 +190,14 @@ class Server:
             self._last_intake = time.monotonic()
         self.worker.wake.set()
 
+    def _intake_busy(self) -> bool:
+        return bool(self.intake_first) and time.monotonic() - self._last_intake < INTAKE_WINDOW
+
+    def _rest(self, cpu_start: float) -> None:
+        """Intake first: rest in proportion to the CPU time just used."""
+        if self._intake_busy():
+            self._stopping.wait(min((time.thread_time() - cpu_start) * self.intake_first, 0.05))
+
     def _run_worker(self) -> None:
         """The worker's loop (Worker.run), with "intake first" (see above)."""
         w = self.worker
@@ -203,8 +212,24 @@ class Server:
                 w.wake.wait(self.settings.poll_seconds)
                 w.wake.clear()
                 continue
-            if self.intake_first and time.monotonic() - self._last_intake < INTAKE_WINDOW:
-                self._stopping.wait(min((time.thread_time() - t0) * self.intake_first, 0.05))
+            self._rest(t0)
+
+    def _run_outbound(self) -> None:
+        """Outbound's loop (Outbound.run), with "intake first": one mail at a
+        time while mail streams in."""
+        o = self.outbound
+        while not self._stopping.is_set():
+            t0 = time.thread_time()
+            try:
+                handled = o.run_once(limit=1 if self._intake_busy() else 100)
+            except Exception:
+                log.exception("outbound pass failed")
+                handled = 0
+            if not handled:
+                o.wake.wait(self.settings.poll_seconds)
+                o.wake.clear()
+                continue
+            self._rest(t0)
 
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:
@@ -217,7 +242,7 @@ class Server:
                 os.nice(nice)
             threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
         self.db.upgrade()
-        for name, target in (("worker", self._run_worker), ("outbound", self.outbound.run), ("scheduler", self.scheduler.run)):
+        for name, target in (("worker", self._run_worker), ("outbound", self._run_outbound), ("scheduler", self.scheduler.run)):
             if name in self.local_parts:
                 t = threading.Thread(target=target, name=name, daemon=True)
                 t.start()

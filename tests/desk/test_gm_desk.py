@@ -176,3 +176,27 @@ def test_history_and_status_by_mail(table_stopped):
     # without the password: nothing is shown
     plain = pbm.text(pbm.mail("carol@example.org", "pbm", "status g1"))
     assert "REFUSED" in plain and "needs your password" in plain
+
+
+def test_the_same_desk_on_the_command_line(table_stopped):
+    t = table_stopped.setup(join=False)
+    pbm = t.pbm
+    out = pbm.cli("game", "set", "g1", "early=on", "grace=90m", "remind=0").stdout
+    assert "early=on grace=90m remind=0" in out
+    bad = pbm.cli("game", "set", "g1", "grace=soon", check=False)
+    assert bad.returncode != 0 and "'soon' is not a duration" in bad.stderr and "nothing was changed" in bad.stderr
+    for p in PLAYERS:
+        assert "added to g1" in pbm.cli("game", "add-player", "g1", p).stdout
+    assert "bob removed from g1" in pbm.cli("game", "remove-player", "g1", "bob").stdout
+    assert "g1 is paused" in pbm.cli("game", "pause", "g1").stdout
+    again = pbm.cli("game", "pause", "g1", check=False)
+    assert again.returncode != 0 and "g1 is paused, not running" in again.stderr
+    assert "running again" in pbm.cli("game", "resume", "g1").stdout
+    out = pbm.cli("game", "deadline", "g1", "every", "Sunday", "18:00", "Europe/Zurich").stdout
+    assert "deadline every Sunday 18:00 Europe/Zurich; next Sun 2026-11-22 17:00 UTC" in out
+    nothing = pbm.cli("game", "history", "g1", check=False)
+    assert nothing.returncode != 0 and "no round of g1 has been processed yet" in nothing.stderr
+    audit = pbm.cli("audit", "--game", "g1").stdout
+    for action in ("game set", "game add", "game remove", "game pause", "game resume"):
+        assert f" cli              {action}" in audit, audit
+    assert "alice" in pbm.cli("game", "show", "g1").stdout
