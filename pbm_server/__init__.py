@@ -6,10 +6,14 @@ The path of a mail, one module each:
     mailtext.py    a stored mail -> sender, headers, command lines, $$password$$
     processing.py  the worker: loops, auth, routing to accounts/games, replies into the outbox
     accounts.py    register / password / help / games (mail to pbm@DOMAIN)
+    gmdesk.py      the game master's mail commands, and status / history / timezone / absent
     gameplay.py    running a game's rules on a mail or a turn, snapshots, memberships
     compose.py     Jinja templates -> RFC 5322 messages (headers, redaction)
     outbound.py    outbox -> relay (retries, backoff) or Maildir
-    scheduler.py   deadlines, turn runs, reminders, ticks
+    scheduler.py   deadlines, turn runs, reminders, early processing, grace, ticks
+    deadlines.py   deadline expressions ("every Saturday 03:00 UTC")
+    server.py      `pbm serve`: the parts above, put together
+    cli.py         the `pbm` command
 """
 
 __version__ = "0.1.0"

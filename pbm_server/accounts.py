@@ -139,9 +139,6 @@ COMMANDS = {
 EXTRA_COMMANDS: dict = {}
 
 
-def is_server_command(text: str) -> bool:
-    first = text.split(None, 1)[0].lower() if text.split() else ""
-    return first in COMMANDS or first in EXTRA_COMMANDS
 
 
 def run_line(ctx: ServerContext, line: Line) -> Result:

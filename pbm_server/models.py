@@ -127,7 +127,7 @@ class InboundMail(Base):
     processed_at: Mapped[datetime | None]
     #: why it was dropped, or the error that shunted it
     note: Mapped[str | None] = mapped_column(Text)
-    #: the random seed the game got for this mail (replay)
+    #: SHA-256 of the turn seed whose random stream this mail's commands drew from
     seed: Mapped[str | None] = mapped_column(String(64))
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import random
-import secrets as pysecrets
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -28,7 +27,8 @@ from sqlalchemy import select
 from games import get_rules
 from games.base import Actor, Command, Context, Line, Result
 from pbm_server import clock
-from pbm_server.accounts import ServerContext, is_server_command, run_line
+from pbm_server.accounts import COMMANDS as ACCOUNT_COMMANDS
+from pbm_server.accounts import ServerContext, run_line
 from pbm_server.compose import Composer, Rendered, Reply
 from pbm_server.db import LOCK_PROCESSING, Database
 from pbm_server.gameplay import (
@@ -39,6 +39,7 @@ from pbm_server.gameplay import (
     audit,
     create_game,
     find_game,
+    seed_hash,
 )
 from pbm_server.mailtext import IncomingMail, automatic_reason, command_lines, dedup_key, read_mail, subject_command, take_passwords
 from pbm_server.models import Game, InboundMail, Order
@@ -159,7 +160,10 @@ class Worker:
             account = account_by_email(s, mail.from_addr)
             if local == "pbm":
                 prep.route = "pbm"
-                if subject is not None and (is_server_command(subject.text) or subject.text.split()[0].lower() in PREFIXED_KINDS):
+                # a Subject is a command only for the account commands (and
+                # curio): "Game question" must not be read as a GM command
+                first = subject.text.split()[0].lower() if subject is not None else ""
+                if first in ACCOUNT_COMMANDS or first in PREFIXED_KINDS:
                     lines = [subject] + lines
                 for line in lines:
                     first = line.text.split()[0].lower()
@@ -285,13 +289,14 @@ class Worker:
             for cmd in prep.commands:
                 reply.results.append(Result(cmd.line, False, f"{game.name} is {game.status}; nothing was done", cmd.text))
             return game.name
-        seed = pysecrets.token_hex(16)
-        row.seed = seed
+        # the game draws from its turn's random stream (gameplay.apply_commands);
+        # the mail records which published stream that was
+        row.seed = seed_hash(game.turn_seed)
         ctx = Context(
             # the time the listener accepted the mail: actions count in the
             # order (and at the moment) they were received, not processed
             now=row.received_at,
-            rng=random.Random(int(seed, 16)),
+            rng=random.Random(0),  # replaced by the turn's stream in apply_commands
             actor=prep.actor,
             turn=game.turn,
             game_name=game.name,
