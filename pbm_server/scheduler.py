@@ -12,7 +12,9 @@ Early processing (``early``): a turn runs before its deadline once every
 active player not on vacation has sent orders; the deadline it replaces is
 used up, so the next one is the one after it.  A grace period (``grace``)
 holds a passed deadline open until the missing orders are in or the grace
-ends.  Reminders go once per deadline (``reminded_for``, written in the same
+ends.  A deadline also waits while a mail received before it is still in
+the inbox, so orders that arrived in time always count for their turn.
+Reminders go once per deadline (``reminded_for``, written in the same
 transaction as the reminder mails) to players who owe orders, ``remind``
 before the deadline.
 """
@@ -31,7 +33,7 @@ from games.base import Notice
 from pbm_server import clock
 from pbm_server.db import LOCK_SCHEDULER, Database
 from pbm_server.gameplay import DeskError, Mailer, absent_handles, account_by_handle, audit, run_turn, show_time, tick
-from pbm_server.models import Game, Order
+from pbm_server.models import Game, InboundMail, Order
 from pbm_server.outbound import enqueue
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,13 @@ class Scheduler:
         keys = {h.lower() for h in absent}
         return players, [h for h in waiting if h.lower() not in keys], absent
 
+    @staticmethod
+    def unprocessed_before(s, moment) -> bool:
+        """Is a mail received by ``moment`` still waiting for the worker?"""
+        return s.scalar(
+            select(InboundMail.id).where(InboundMail.status == "new", InboundMail.received_at <= moment).limit(1)
+        ) is not None
+
     def why_run(self, s, game: Game, now) -> str | None:
         """"deadline", "early" or None (not now)."""
         if game.status != "running" or game.next_deadline is None:
@@ -77,6 +86,8 @@ class Scheduler:
         if not rules.has_turns:
             return None
         if game.next_deadline <= now:
+            if self.unprocessed_before(s, game.next_deadline):
+                return None  # orders sent in time are still in the inbox: they count for this turn
             if game.grace_minutes and now < game.next_deadline + timedelta(minutes=game.grace_minutes):
                 players, owing, _ = self.missing(s, game, game.next_deadline)
                 return "deadline" if players and not owing else None  # in grace: early once all are in

@@ -224,3 +224,24 @@ def test_a_turn_that_fails_leaves_nothing_behind_and_tells_the_gm(table_stopped)
     assert pbm.sql("SELECT count(*) FROM outbox")[0][0] == outbox + 1  # only the GM's mail
     assert pbm.sql("SELECT next_deadline FROM games WHERE name = 'g1'") == [(None,)]
     assert pbm.sql("SELECT count(*) FROM audit_log WHERE action = 'turn failed'")[0][0] == 1
+
+
+def test_orders_received_before_the_deadline_count_even_if_processed_after(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    t.order("alice")
+    t.order("bob")
+    pbm.stop()
+    pbm.start("worker")  # the listener takes carol's order, nobody processes it yet
+    pbm.send("carol@example.org", "g1", f"GIVE 3 TO alice\n$$secret-pw1$$")
+    assert pbm.sql("SELECT count(*) FROM inbox WHERE status = 'new'")[0][0] == 1
+    pbm.stop(kill=True)
+    pbm.set_clock("2026-11-21T09:00:00+00:00")  # the deadline passed meanwhile
+    pbm.start()
+    for p in PLAYERS:
+        t.wait_mails(p, "round 1 report")
+    pbm.settle()
+    # carol's order was taken for round 1, before the round ran
+    held = pbm.sql("SELECT o.turn FROM orders o WHERE o.handle = 'carol'")
+    assert held == [(1,)]
+    assert t.runs() == 1 and t.turn() == 2
