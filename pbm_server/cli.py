@@ -413,7 +413,8 @@ def turn_run(env: Env, name, expected):
             outcome = run_turn(s, g, env.mailer(), clock.now(), actor="cli", expected_turn=expected)
         except DeskError as exc:
             fail(str(exc))
-        click.echo(f"{g.name}: {rules.turn_name} {turn_no} processed; {len(outcome.notices)} notice(s) queued"
+        what = "processed" if outcome.turn_done else "not completed (the game says why in its notices)"
+        click.echo(f"{g.name}: {rules.turn_name} {turn_no} {what}; {len(outcome.notices)} notice(s) queued"
                    + ("; the game is finished" if g.status == "finished" else ""))
 
 
