@@ -62,6 +62,8 @@ def report_data(result: RoundResult, game_name: str, tangle_loops: int = TANGLE_
     for i, p in enumerate(result.players):
         if p.ordered:
             gave = "gave " + ", ".join([f"{n} to {handles[j]}" for j, n in result.gifts[i].items()])
+        elif p.kept:
+            gave = "is away (ABSENT) and keeps it for the next round"
         elif p.forfeited == p.holding:
             gave = "sent no order and forfeited all of it"
         else:
@@ -70,7 +72,7 @@ def report_data(result: RoundResult, game_name: str, tangle_loops: int = TANGLE_
         if p.share:
             received = f"{received}; {p.share} from split holdings" if received else f"{p.share} from split holdings"
         received = received or "nothing"
-        joiner = ", " if not p.ordered and p.forfeited == p.holding else " and "
+        joiner = ", " if not p.ordered and (p.kept or p.forfeited == p.holding) else " and "
         line = f"{p.handle} held {p.holding}{joiner}{gave}."
         if len(line) <= WIDTH:
             ledger.append(line)

@@ -30,13 +30,14 @@ class PlayerRound:
     share: int = 0  # points from split unordered holdings (option no_order=split)
     bonus: int = 0  # ring bonuses
     forfeited: int = 0  # own points lost for want of an order
+    kept: int = 0  # own points kept: no order, but on vacation (ABSENT)
     got: int = 0  # gifts received plus share
     score: int = 0  # the ruling: points received including ring bonuses
 
     @property
     def next_holding(self) -> int:
-        """Rule 4: the score plus three."""
-        return self.score + ROUND_BONUS
+        """Rule 4: the score plus three (plus a vacationer's kept holding)."""
+        return self.score + ROUND_BONUS + self.kept
 
 
 @dataclass(slots=True)
@@ -70,7 +71,11 @@ class RoundResult:
         return {p.handle: p.score for p in self.players}
 
 
-def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundResult:
+def resolve_round(
+    game: Game, tangle_loops: int | None = TANGLE_LOOPS, absent: frozenset[str] = frozenset()
+) -> RoundResult:
+    """``absent``: handles on vacation; without an order they keep their
+    holding instead of falling under the no-order rule."""
     active = game.active
     handles = [p.handle for p in active]
     # held orders name active players only (LEAVE drops the others), by their
@@ -79,6 +84,10 @@ def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundR
     by_key = {key(h): i for i, h in enumerate(handles)}
     orders = game.orders
     rows = [PlayerRound(p.handle, p.holding, ordered=p.key in orders) for p in active]
+    away = {key(h) for h in absent}
+    for row in rows:
+        if not row.ordered and key(row.handle) in away:
+            row.kept = row.holding
     out: list[dict[int, int]] = [{} for _ in active]
     for i, p in enumerate(active):
         gifts = orders.get(p.key)
@@ -96,16 +105,16 @@ def resolve_round(game: Game, tangle_loops: int | None = TANGLE_LOOPS) -> RoundR
     # No order: the holding is forfeited, or split evenly among the others.
     others = len(active) - 1
     if game.no_order == "split" and others > 0:
-        each = [0 if row.ordered else row.holding // others for row in rows]
+        each = [0 if row.ordered or row.kept else row.holding // others for row in rows]
         pool = sum(each)
         for row, own in zip(rows, each):
             row.share = pool - own
             row.got += row.share
-            if not row.ordered:
+            if not row.ordered and not row.kept:
                 row.forfeited = row.holding - own * others
     else:
         for row in rows:
-            if not row.ordered:
+            if not row.ordered and not row.kept:
                 row.forfeited = row.holding
 
     analysis = find_rings(out, tangle_loops)

@@ -338,7 +338,7 @@ class GiveawayRules(Rules):
                 audit=[f"round {game.round} not played: {len(active)} players, {MIN_PLAYERS} needed"],
                 turn_done=False,
             )
-        result = resolve_round(game)
+        result = resolve_round(game, absent=getattr(ctx, "absent", frozenset()))
         new = advance(game, result)
         data = report_data(result, ctx.game_name)
         notice = Notice(

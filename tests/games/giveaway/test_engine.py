@@ -474,3 +474,35 @@ def test_a_hand_written_position_can_be_imported_and_played():
     assert scores(out) == {"Alice": 4, "Bob": 5, "Carol": 3}
     with pytest.raises(GameError, match="gives to 'zed', not another active player"):
         RULES.import_state({"players": [{"handle": "Alice"}, {"handle": "Bob"}], "orders": {"alice": [[3, "zed"]]}})
+
+
+def test_a_player_on_vacation_keeps_the_holding_instead_of_forfeiting():
+    from dataclasses import replace as _replace
+    import random
+    from datetime import datetime, timezone
+
+    from games.base import Actor, Context, Line
+    from games.giveaway import RULES as R
+
+    def c(handle):
+        return Context(now=datetime(2026, 11, 21, tzinfo=timezone.utc), rng=random.Random(1),
+                       actor=Actor(handle=handle, email=f"{handle}@x", authenticated=True), game_name="g")
+
+    state = R.new_game({o.name: o.default for o in R.options}, c(None))
+    for h in ("ann", "ben", "cat"):
+        state = R.apply(state, R.parse([Line(1, "JOIN")]), c(h)).state
+    state = R.apply(state, R.parse([Line(1, "GIVE 3 TO ben")]), c("ann")).state
+    state = R.apply(state, R.parse([Line(1, "GIVE 3 TO ann")]), c("ben")).state
+    turn = _replace(c(None), absent=frozenset({"cat"}))
+    out = R.run_turn(state, turn)
+    report = out.notices[0].data
+    text = str(report)
+    assert "cat held 3, is away (ABSENT) and keeps it for the next round." in text
+    from games.giveaway.model import Game as _Game
+
+    holdings = {p.handle: p.holding for p in _Game.from_state(out.state).players}
+    # cat received nothing, kept 3, and gets the usual 3: holds 6 in round 2;
+    # without the vacation the 3 would have been forfeited (holding 3)
+    assert holdings["cat"] == 6
+    plain = R.run_turn(state, c(None))
+    assert {p.handle: p.holding for p in _Game.from_state(plain.state).players}["cat"] == 3
