@@ -123,6 +123,24 @@ class PbmServer:
 
         return url, drop
 
+    def execute(self, query: str, **params) -> None:
+        """A writing statement, committed (tests that damage data on purpose)."""
+        with self._engine.begin() as c:
+            c.execute(text(query), params)
+
+    def set_state(self, game: str, state: dict) -> None:
+        """Overwrite a game's stored state document (SQLite or PostgreSQL)."""
+        import json
+
+        cast = "CAST(:s AS JSON)" if self._engine.dialect.name == "postgresql" else ":s"
+        self.execute(f"UPDATE games SET state = {cast} WHERE name = :n", s=json.dumps(state), n=game)
+
+    def state(self, game: str) -> dict:
+        import json
+
+        raw = self.sql("SELECT state FROM games WHERE name = :n", n=game)[0][0]
+        return raw if isinstance(raw, dict) else json.loads(raw)
+
     def sql(self, query: str, **params):
         with self._engine.connect() as c:
             return c.execute(text(query), params).all()

@@ -133,7 +133,8 @@ def _parse(line: Line) -> Command:
             return bad("the word after move must be the board number", (3,))
         m = _MOVE.match("".join(args[3:]))
         if not m:
-            return bad(f"{' '.join(args[3:])!r} is not a move like d2-d4", (3,))
+            # never echo the word: if the userid was left out, it is the password
+            return bad("the last word is not a move like d2-d4", (3,))
         number = int(m.group(3)) if m.group(3) else None
         return Command(line, "move", {"board": board, "move": f"{m.group(1).lower()}-{m.group(2).lower()}",
                                       "number": number},

@@ -200,16 +200,12 @@ def test_grace_period_waits_for_missing_orders(table_stopped):
 
 
 def test_a_turn_that_fails_leaves_nothing_behind_and_tells_the_gm(table_stopped):
-    import sqlite3
-
     t = table_stopped.setup()
     pbm = t.pbm
     for p in PLAYERS:
         t.order(p)
     # damage the stored state the way a bad import or a bug would
-    path = pbm.db_url.split("sqlite:///", 1)[1]
-    with sqlite3.connect(path) as con:
-        con.execute("UPDATE games SET state = json_set(state, '$.schema', 99) WHERE name = 'g1'")
+    pbm.set_state("g1", {**pbm.state("g1"), "schema": 99})
     row = "SELECT state, version, turn, turn_seed, rng_state FROM games WHERE name = 'g1'"
     before = pbm.sql(row)
     outbox = pbm.sql("SELECT count(*) FROM outbox")[0][0]
