@@ -191,11 +191,11 @@ class PbmServe:
     def pids(self) -> list[int]:
         """`pbm serve` and its child processes."""
         out = [self.proc.pid]
-        try:
-            kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-            out += [int(k) for k in kids]
-        except OSError:
-            pass
+        for task in Path(f"/proc/{self.proc.pid}/task").glob("*"):
+            try:
+                out += [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                pass
         return out
 
     def cli(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:

@@ -147,7 +147,11 @@ def run_line(ctx: ServerContext, line: Line) -> Result:
     handler = COMMANDS.get(name) or EXTRA_COMMANDS.get(name)
     if handler is None:
         known = ", ".join(sorted(COMMANDS))
-        return Result(line, False, f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)")
+        # a mistyped "register HANDLE PASSWORD" carries a password: echo only
+        # the first two words of a line we cannot read
+        ctx.secrets.update(words[2:])
+        echo = " ".join(words[:2] + [MASK] * len(words[2:]))
+        return Result(line, False, f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)", echo)
     return handler(ctx, line, words)
 
 

@@ -80,3 +80,10 @@ def test_passwords_are_stored_hashed(pbm):
     pbm.register("alice", "wonderland1")
     (stored,) = pbm.sql("SELECT password_hash FROM accounts WHERE handle='alice'")[0]
     assert stored.startswith("$argon2id$") and "wonderland1" not in stored
+
+
+def test_a_mistyped_register_line_does_not_echo_the_password(pbm):
+    pbm.secrets.add("typo-secret7")
+    reply = pbm.mail("zed@example.org", "pbm", "rgister zed typo-secret7")
+    text = pbm.flat(reply)
+    assert "> rgister zed ****" in text and "unknown command 'rgister'" in text
