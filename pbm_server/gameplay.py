@@ -264,7 +264,7 @@ class Mailer:
                     from_local=game.name,
                     subject=notice.subject,
                     body=body,
-                    auto="auto-generated" if notice.kind == "report" else "auto-replied",
+                    auto="auto-generated",  # a notice answers no mail of its recipient (RFC 3834)
                     now=now,
                     secrets=set(secrets_),
                 )
