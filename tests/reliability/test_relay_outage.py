@@ -73,7 +73,9 @@ def test_relay_refuses_then_vanishes_then_drops_then_returns(pbm):
     dropper.join(5)
     assert pbm.sink.handler.messages == []  # nothing went through
     assert outbox(pbm, "sent") == 0 and outbox(pbm, "pending") == 15
-    assert pbm.sql("SELECT min(attempts) FROM outbox")[0][0] >= 1
+    # (the server stops a delivery pass at the first failure while the relay is
+    # down, so not every row need have had its first attempt yet)
+    assert pbm.sql("SELECT max(attempts) FROM outbox")[0][0] >= 2
     # 4. the relay is back
     pbm.sink = Sink(port)
     pbm.sink.start()
