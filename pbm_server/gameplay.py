@@ -15,7 +15,7 @@ import json
 import random
 import re
 import secrets
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, Callable
 from zoneinfo import ZoneInfo
 

@@ -23,10 +23,8 @@ and for every player (with their ``$$password$$``):
 
 from __future__ import annotations
 
-import json
 import random
 import re
-import secrets as pysecrets
 from datetime import date, datetime, time, timedelta, timezone
 
 from sqlalchemy import select

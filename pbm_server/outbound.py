@@ -16,6 +16,8 @@ import mailbox
 import smtplib
 import socket
 import threading
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -181,16 +183,22 @@ class Outbound:
                     break
         return handled
 
-    def run(self) -> None:
+    def run(self, after_busy: Callable[[float], None] | None = None, batch: Callable[[], int] | None = None) -> None:
+        """Deliver until stopped.  ``batch()`` says how many rows a pass may
+        take and ``after_busy(cpu_start)`` runs after a pass that did work
+        (``pbm serve`` uses both to let intake go first)."""
         while not self._stop.is_set():
+            cpu_start = time.thread_time()
             try:
-                handled = self.run_once()
+                handled = self.run_once(limit=batch() if batch else 100)
             except Exception:
                 log.exception("outbound pass failed")
                 handled = 0
             if not handled:
                 self.wake.wait(self.settings.poll_seconds)
                 self.wake.clear()
+            elif after_busy is not None:
+                after_busy(cpu_start)
 
     def stop(self) -> None:
         self._stop.set()

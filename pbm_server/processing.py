@@ -18,7 +18,9 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -29,7 +31,7 @@ from games.base import Actor, Command, Context, Line, Result
 from pbm_server import clock
 from pbm_server.accounts import COMMANDS as ACCOUNT_COMMANDS
 from pbm_server.accounts import ServerContext, run_line
-from pbm_server.compose import Composer, Rendered, Reply
+from pbm_server.compose import Composer, Reply
 from pbm_server.db import LOCK_PROCESSING, Database
 from pbm_server.gameplay import (
     Mailer,
@@ -99,8 +101,11 @@ class Worker:
             self.on_processed()
         return True
 
-    def run(self) -> None:
+    def run(self, after_busy: Callable[[float], None] | None = None) -> None:
+        """Process mail until stopped.  ``after_busy(cpu_start)`` runs after each
+        pass that did work (``pbm serve`` uses it to let intake go first)."""
         while not self._stop.is_set():
+            cpu_start = time.thread_time()
             try:
                 busy = self.run_once()
             except Exception:
@@ -109,6 +114,8 @@ class Worker:
             if not busy:
                 self.wake.wait(self.settings.poll_seconds)
                 self.wake.clear()
+            elif after_busy is not None:
+                after_busy(cpu_start)
 
     def stop(self) -> None:
         self._stop.set()

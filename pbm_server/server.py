@@ -199,37 +199,11 @@ class Server:
             self._stopping.wait(min((time.thread_time() - cpu_start) * self.intake_first, 0.05))
 
     def _run_worker(self) -> None:
-        """The worker's loop (Worker.run), with "intake first" (see above)."""
-        w = self.worker
-        while not self._stopping.is_set():
-            t0 = time.thread_time()
-            try:
-                busy = w.run_once()
-            except Exception:
-                log.exception("worker pass failed")
-                busy = False
-            if not busy:
-                w.wake.wait(self.settings.poll_seconds)
-                w.wake.clear()
-                continue
-            self._rest(t0)
+        self.worker.run(after_busy=self._rest)
 
     def _run_outbound(self) -> None:
-        """Outbound's loop (Outbound.run), with "intake first": one mail at a
-        time while mail streams in."""
-        o = self.outbound
-        while not self._stopping.is_set():
-            t0 = time.thread_time()
-            try:
-                handled = o.run_once(limit=1 if self._intake_busy() else 100)
-            except Exception:
-                log.exception("outbound pass failed")
-                handled = 0
-            if not handled:
-                o.wake.wait(self.settings.poll_seconds)
-                o.wake.clear()
-                continue
-            self._rest(t0)
+        """One mail a pass while mail streams in, so intake goes first."""
+        self.outbound.run(after_busy=self._rest, batch=lambda: 1 if self._intake_busy() else 100)
 
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:

@@ -3,7 +3,6 @@ schedulers, reminders once, early processing, grace."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -229,7 +228,7 @@ def test_orders_received_before_the_deadline_count_even_if_processed_after(table
     t.order("bob")
     pbm.stop()
     pbm.start("worker")  # the listener takes carol's order, nobody processes it yet
-    pbm.send("carol@example.org", "g1", f"GIVE 3 TO alice\n$$secret-pw1$$")
+    pbm.send("carol@example.org", "g1", "GIVE 3 TO alice\n$$secret-pw1$$")
     assert pbm.sql("SELECT count(*) FROM inbox WHERE status = 'new'")[0][0] == 1
     pbm.stop(kill=True)
     pbm.set_clock("2026-11-21T09:00:00+00:00")  # the deadline passed meanwhile

@@ -167,7 +167,7 @@ def test_history_and_status_by_mail(table_stopped):
     assert "the report of round 1" in reply
     body = report.split("Hello carol,", 1)[-1].strip()
     assert body.split("Next deadline")[0].strip()[:200] in reply
-    assert "round 1: processed" in reply and f"round 2: open" in reply
+    assert "round 1: processed" in reply and "round 2: open" in reply
     import hashlib
     revealed = reply.split("round 1: processed")[1].split("seed ")[1].split()[0]
     assert hashlib.sha256(bytes.fromhex(revealed)).hexdigest() == published

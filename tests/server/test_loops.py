@@ -1,6 +1,5 @@
 """Automatic mail is recorded and never answered (RFC 3834 and common practice)."""
 
-import smtplib
 
 import pytest
 

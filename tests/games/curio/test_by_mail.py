@@ -16,22 +16,13 @@ import re
 
 from games.curio.model import DARK, LIGHT, Move, Piece, Position, Setup, Square, replay
 from games.curio.view import parse_ascii_board
+from tests.games.curio.oracle import expected_token
 
 PW = {"alice": "alice-secret-1", "bob": "bob-secret-2", "carol": "carol-secret-3"}
 AFTER = re.compile(r"Position after move (\d+):")
 TD = re.compile(r'<td class="[^"]*" title="([a-z][0-9]+)"[^>]*>([^<]*)</td>')
 
 
-def expected_token(piece: Piece | None, viewer: str | None) -> str:
-    """What a square may show to ``viewer`` under the rules."""
-    if piece is None:
-        return "."
-    if viewer is None:
-        faces = f"{piece.own}{piece.other}" if piece.revealed else "?"
-        return f"[{faces}]" if piece.side == LIGHT else f"({faces})"
-    near, far = (piece.own, piece.other) if piece.side == viewer else (piece.other, piece.own)
-    faces = f"{near}{far}" if piece.revealed else f"{near}"
-    return f"[{faces}]" if piece.side == viewer else f"({faces})"
 
 
 def flat(text: str) -> str:

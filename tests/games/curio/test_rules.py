@@ -11,23 +11,14 @@ import pytest
 from games.base import Actor, Context, GameError, Line, Outcome
 from games.curio import RULES
 from games.curio.boards import CurioState
-from games.curio.model import DARK, LIGHT, Move, Piece, Square
+from games.curio.model import DARK, LIGHT, Move, Square
 from games.curio.view import parse_ascii_board
+from tests.games.curio.oracle import expected_token
 
 PASSWORDS = {"alice": "alice-pw-1", "bob": "bob-pw-2", "carol": "carol-pw-3", "gm": "gm-pw-4"}
 NOW = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 
 
-def expected_token(piece: Piece | None, viewer: str | None) -> str:
-    """What a square may show to ``viewer``, from the rules (independent of the view code)."""
-    if piece is None:
-        return "."
-    if viewer is None:
-        faces = f"{piece.own}{piece.other}" if piece.revealed else "?"
-        return f"[{faces}]" if piece.side == LIGHT else f"({faces})"
-    near, far = (piece.own, piece.other) if piece.side == viewer else (piece.other, piece.own)
-    faces = f"{near}{far}" if piece.revealed else f"{near}"
-    return f"[{faces}]" if piece.side == viewer else f"({faces})"
 
 
 class Table:
