@@ -5,6 +5,7 @@ The path of a mail, one module each:
     inbound.py     SMTP listener (aiosmtpd) and `pbm mail inject`: store, commit, then 250
     mailtext.py    a stored mail -> sender, headers, command lines, $$password$$
     processing.py  the worker: loops, auth, routing to accounts/games, replies into the outbox
+    polling.py     the pass-then-sleep loop the worker and outbound share
     accounts.py    register / password / help / games (mail to pbm@DOMAIN)
     gmdesk.py      the game master's mail commands, and status / history / timezone / absent
     gameplay.py    running a game's rules on a mail or a turn, snapshots, memberships

@@ -15,8 +15,6 @@ import logging
 import mailbox
 import smtplib
 import socket
-import threading
-import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -27,6 +25,7 @@ from sqlalchemy.orm import Session
 from pbm_server import clock
 from pbm_server.db import LOCK_OUTBOUND, Database
 from pbm_server.models import OutboundMail
+from pbm_server.polling import Poller
 from pbm_server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -71,15 +70,16 @@ class PermanentFailure(Exception):
     pass
 
 
-class Outbound:
+class Outbound(Poller):
     """Delivers pending outbox rows until stopped."""
 
     def __init__(self, db: Database, settings: Settings, on_failed=None):
+        super().__init__(settings.poll_seconds)
         self.db = db
         self.settings = settings
         self.on_failed = on_failed  # callable(session, row) -> None: tell the GM
-        self.wake = threading.Event()
-        self._stop = threading.Event()
+        #: rows a pass may take (``pbm serve`` takes one at a time while mail streams in)
+        self.batch: Callable[[], int] = lambda: 100
 
     # -- one delivery -------------------------------------------------------------
     def _deliver(self, row: OutboundMail) -> None:
@@ -183,23 +183,5 @@ class Outbound:
                     break
         return handled
 
-    def run(self, after_busy: Callable[[float], None] | None = None, batch: Callable[[], int] | None = None) -> None:
-        """Deliver until stopped.  ``batch()`` says how many rows a pass may
-        take and ``after_busy(cpu_start)`` runs after a pass that did work
-        (``pbm serve`` uses both to let intake go first)."""
-        while not self._stop.is_set():
-            cpu_start = time.thread_time()
-            try:
-                handled = self.run_once(limit=batch() if batch else 100)
-            except Exception:
-                log.exception("outbound pass failed")
-                handled = 0
-            if not handled:
-                self.wake.wait(self.settings.poll_seconds)
-                self.wake.clear()
-            elif after_busy is not None:
-                after_busy(cpu_start)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.wake.set()
+    def step(self) -> int:
+        return self.run_once(limit=self.batch())

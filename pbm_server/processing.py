@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
-import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -46,6 +43,7 @@ from pbm_server.gameplay import (
 from pbm_server.mailtext import IncomingMail, automatic_reason, command_lines, dedup_key, read_mail, subject_command, take_passwords
 from pbm_server.models import Game, InboundMail, Order
 from pbm_server.outbound import enqueue, replies_sent_since
+from pbm_server.polling import Poller
 from pbm_server.passwords import verify_password
 from pbm_server.settings import Settings
 
@@ -76,15 +74,13 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
-class Worker:
+class Worker(Poller):
     def __init__(self, db: Database, settings: Settings, composer: Composer):
+        super().__init__(settings.poll_seconds)
         self.db = db
         self.settings = settings
         self.composer = composer
         self.mailer = Mailer(composer)
-        self.wake = threading.Event()
-        self.processed = threading.Event()  # set after each mail (tests, outbound wake-up)
-        self._stop = threading.Event()
         self.on_processed = None  # callable() after each commit
 
     # -- loop ----------------------------------------------------------------
@@ -101,25 +97,8 @@ class Worker:
             self.on_processed()
         return True
 
-    def run(self, after_busy: Callable[[float], None] | None = None) -> None:
-        """Process mail until stopped.  ``after_busy(cpu_start)`` runs after each
-        pass that did work (``pbm serve`` uses it to let intake go first)."""
-        while not self._stop.is_set():
-            cpu_start = time.thread_time()
-            try:
-                busy = self.run_once()
-            except Exception:
-                log.exception("worker pass failed")
-                busy = False
-            if not busy:
-                self.wake.wait(self.settings.poll_seconds)
-                self.wake.clear()
-            elif after_busy is not None:
-                after_busy(cpu_start)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.wake.set()
+    def step(self) -> bool:
+        return self.run_once()
 
     # -- one mail --------------------------------------------------------------
     def process(self, inbox_id: int) -> None:

@@ -203,7 +203,8 @@ class Server:
 
     def _run_outbound(self) -> None:
         """One mail a pass while mail streams in, so intake goes first."""
-        self.outbound.run(after_busy=self._rest, batch=lambda: 1 if self._intake_busy() else 100)
+        self.outbound.batch = lambda: 1 if self._intake_busy() else 100
+        self.outbound.run(after_busy=self._rest)
 
     # -- start / stop ---------------------------------------------------------------------
     def start(self) -> None:

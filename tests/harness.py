@@ -29,6 +29,16 @@ from sqlalchemy import create_engine, text
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def wait_until(cond, timeout: float = 30.0, what: str = "the condition") -> None:
+    """Poll ``cond`` until it is true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

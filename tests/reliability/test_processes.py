@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
+
+from tests.harness import wait_until
 
 
 def children(pid: int) -> list[int]:
@@ -29,13 +30,6 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_until(cond, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_back_end_restarts_and_mail_still_answered(pbm):

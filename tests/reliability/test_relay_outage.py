@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from tests.harness import Sink
+from tests.harness import Sink, wait_until
 
 
 class Dropper(threading.Thread):
@@ -38,13 +38,6 @@ def outbox(pbm, status: str) -> int:
     return pbm.sql("SELECT count(*) FROM outbox WHERE status = :s", s=status)[0][0]
 
 
-def wait(cond, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_relay_refuses_then_vanishes_then_drops_then_returns(pbm):
@@ -58,7 +51,7 @@ def test_relay_refuses_then_vanishes_then_drops_then_returns(pbm):
     # 1. the relay answers 451 to every mail
     pbm.sink.handler.refuse_with = "451 4.3.0 Try again later"
     send_some(5, "refused")
-    wait(lambda: pbm.sql("SELECT count(*) FROM outbox WHERE attempts >= 2")[0][0] >= 1)
+    wait_until(lambda: pbm.sql("SELECT count(*) FROM outbox WHERE attempts >= 2")[0][0] >= 1, timeout=60)
     # 2. nobody listens on the relay's port
     pbm.sink.stop()
     send_some(5, "gone")
@@ -67,8 +60,8 @@ def test_relay_refuses_then_vanishes_then_drops_then_returns(pbm):
     dropper = Dropper(port)
     dropper.start()
     send_some(5, "dropped")
-    wait(lambda: outbox(pbm, "pending") == 15)
-    wait(lambda: dropper.dropped >= 3)
+    wait_until(lambda: outbox(pbm, "pending") == 15, timeout=60)
+    wait_until(lambda: dropper.dropped >= 3, timeout=60)
     dropper.stop.set()
     dropper.join(5)
     assert pbm.sink.handler.messages == []  # nothing went through

@@ -1,0 +1,42 @@
+"""The loop the worker and outbound delivery share: do a pass of work; when
+there was none, sleep until woken or until the poll interval is over."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class Poller:
+    def __init__(self, poll_seconds: float):
+        self.poll_seconds = poll_seconds
+        self.wake = threading.Event()
+        self._stop = threading.Event()
+
+    def step(self) -> bool | int:
+        """One pass; truthy when it did work."""
+        raise NotImplementedError
+
+    def run(self, after_busy: Callable[[float], None] | None = None) -> None:
+        """Pass after pass until stopped.  ``after_busy(cpu_start)`` runs after
+        each pass that did work (``pbm serve`` uses it to let intake go first)."""
+        while not self._stop.is_set():
+            cpu_start = time.thread_time()
+            try:
+                busy = self.step()
+            except Exception:
+                log.exception("%s pass failed", type(self).__name__)
+                busy = False
+            if not busy:
+                self.wake.wait(self.poll_seconds)
+                self.wake.clear()
+            elif after_busy is not None:
+                after_busy(cpu_start)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.wake.set()
