@@ -87,3 +87,13 @@ def test_a_mistyped_register_line_does_not_echo_the_password(pbm):
     reply = pbm.mail("zed@example.org", "pbm", "rgister zed typo-secret7")
     text = pbm.flat(reply)
     assert "> rgister zed ****" in text and "unknown command 'rgister'" in text
+
+
+def test_the_readme_first_mail_with_pbm_mail_send(pbm):
+    pbm.secrets.add("readme-pass1")
+    out = pbm.cli("mail", "send", "--from", "newbie@example.org", "--to", "pbm@pbm.test",
+                  "register newbie readme-pass1", "help")
+    assert "sent <" in out.stdout
+    reply = pbm.wait_for("newbie@example.org", 1)[0]
+    text = pbm.flat(reply)
+    assert "registered as newbie" in text and "register HANDLE PASSWORD" in text

@@ -10,6 +10,7 @@ CASES = [
     ({"List-Id": "<games.lists.example.org>"}, None, "mailing-list headers"),
     ({}, "", "null envelope sender"),
     ({}, "MAILER-DAEMON@example.org", "mailer daemon"),
+    ({"X-Loop": "pbm@pbm.test"}, None, "X-Loop names us"),
 ]
 
 
