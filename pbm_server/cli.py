@@ -9,32 +9,74 @@ import secrets
 import sys
 
 import click
+from alembic.util.exc import CommandError as AlembicError
 from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from games import KINDS, get_rules
 from games.base import Actor, Context, GameError, Line
-from pbm_server import clock
+from pbm_server import __version__, clock
 from pbm_server.compose import Composer
 from pbm_server.db import Database
 from pbm_server.gameplay import DeskError, Mailer, account_by_handle, apply_commands, audit, create_game, find_game, player_count, run_turn
 from pbm_server.inbound import store_messages
 from pbm_server.models import Account, Game, InboundMail, OutboundMail
 from pbm_server.passwords import hash_password
-from pbm_server.settings import load_settings
+from pbm_server import settings as settings_mod
+from pbm_server.settings import Settings, SettingsError
+
+EX_USAGE = 2  # bad settings: one line per problem, never a traceback
+EX_TEMPFAIL = 75  # `mail inject`: our fault, the MTA keeps the mail and retries
 
 EXPORT_FORMAT = "pbm-server game"
 
 
 class Env:
+    """What every command needs: the settings (checked) and the database (opened
+    and upgraded on first use).  A problem with either ends the command with one
+    line per problem and ``fault_code`` (2; 75 for ``mail inject``)."""
+
     def __init__(self):
-        self.settings = load_settings()
+        self.fault_code = EX_USAGE
+        self._loaded: settings_mod.Loaded | None = None
         self._db = None
 
     @property
+    def loaded(self) -> settings_mod.Loaded:
+        if self._loaded is None:
+            try:
+                self._loaded = settings_mod.load()
+            except SettingsError as exc:
+                for problem in exc.problems:
+                    click.echo(f"pbm: {problem}", err=True)
+                sys.exit(self.fault_code)
+            for warning in self._loaded.warnings:
+                click.echo(f"pbm: warning: {warning}", err=True)
+            clock.use_file(self._loaded.settings.clock_file)
+        return self._loaded
+
+    @property
+    def settings(self) -> Settings:
+        return self.loaded.settings
+
+    @property
     def db(self) -> Database:
+        """The database, upgraded to the newest schema."""
+        return self.open_db(upgrade=True)
+
+    def open_db(self, upgrade: bool) -> Database:
         if self._db is None:
-            self._db = Database(self.settings.database_url)
-            self._db.upgrade()
+            url = self.settings.database_url
+            try:
+                db = Database(url)
+                if upgrade:
+                    db.upgrade()
+                else:
+                    db.engine.connect().close()
+            except (OSError, SQLAlchemyError, AlembicError) as exc:
+                shown = settings_mod.shown(self.settings, "database_url")
+                fail(f"PBM_DATABASE_URL: cannot open {shown}: {_first_line(exc)}", self.fault_code)
+            self._db = db
         return self._db
 
     def mailer(self) -> Mailer:
@@ -47,6 +89,13 @@ pass_env = click.make_pass_decorator(Env, ensure=True)
 def fail(message: str, code: int = 1):
     click.echo(f"pbm: {message}", err=True)
     sys.exit(code)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The driver's own words for a database fault, without SQLAlchemy's wrapping."""
+    inner = getattr(exc, "orig", None) or exc
+    lines = [ln.strip() for ln in str(inner).splitlines() if ln.strip()]
+    return lines[0] if lines else type(inner).__name__
 
 
 def parse_kv(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -65,22 +114,60 @@ def parse_kv(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def _settings_help() -> str:
+    """The settings table for ``pbm serve --help``, from the Settings fields."""
+    lines = ["\b", "Settings (environment; a TOML file named by PBM_CONFIG may add them, same names in lower",
+             "case without PBM_; `pbm config show` prints what is in effect):"]
+    for variable, default, meaning in settings_mod.describe():
+        lines.append(f"  {variable} = {default}")
+        lines.append(f"      {meaning}")
+    return "\n".join(lines)
+
+
 @click.group()
+@click.version_option(__version__, "-V", "--version", prog_name="pbm-server", message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", is_flag=True, help="log what the server does")
 def main(verbose: bool):
     """pbm-server: an e-mail play-by-mail game server."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-@main.command()
+@main.command(epilog=_settings_help())
 @click.option("--without", "without", multiple=True, type=click.Choice(["listener", "worker", "outbound", "scheduler"]), help="leave a part out (run it in another process)")
-def serve(without):
+@pass_env
+def serve(env: Env, without):
     """Run the listener, worker, outbound delivery and scheduler."""
     from pbm_server.server import PARTS, Server
 
     logging.getLogger().setLevel(logging.INFO)
     logging.getLogger("mail.log").setLevel(logging.WARNING)
-    Server(load_settings(), tuple(p for p in PARTS if p not in without)).serve_forever()
+    settings = env.settings
+    env.db.dispose()  # opened once here so that a bad PBM_DATABASE_URL is one line, not a traceback
+    try:
+        Server(settings, tuple(p for p in PARTS if p not in without)).serve_forever()
+    except OSError as exc:
+        fail(f"PBM_LISTEN: cannot listen on {settings.listen}: {exc.strerror or exc}", EX_USAGE)
+
+
+@main.group()
+def config():
+    """The settings in effect."""
+
+
+@config.command("show")
+@pass_env
+def config_show(env: Env):
+    """Print the effective settings as TOML, each with its source; secrets hidden."""
+    loaded = env.loaded
+    click.echo("# pbm-server settings in effect" + (f" (PBM_CONFIG={loaded.config_file})" if loaded.config_file else ""))
+    for name in settings_mod.Settings.__dataclass_fields__:
+        value = getattr(loaded.settings, name)
+        shown = settings_mod.shown(loaded.settings, name)
+        text = json.dumps(shown) if isinstance(value, str) else shown
+        source = loaded.sources[name]
+        if source == settings_mod.ENVIRONMENT:
+            source += " " + settings_mod.env_name(name)
+        click.echo(f"{name} = {text}  # {source}")
 
 
 @main.group()
@@ -93,7 +180,64 @@ def db():
 def db_upgrade(env: Env):
     """Create or upgrade the database to the newest schema."""
     env.db
-    click.echo(f"database at {env.settings.database_url} is up to date")
+    click.echo(f"database at {settings_mod.shown(env.settings, 'database_url')} is up to date")
+
+
+@db.command("current")
+@pass_env
+def db_current(env: Env):
+    """Print the schema revision the database is at."""
+    from pbm_server.db import current_revision
+
+    click.echo(current_revision(env.open_db(upgrade=False).engine) or "empty")
+
+
+@db.command("downgrade")
+@click.argument("revision")
+@click.option("--yes", is_flag=True, help="do it (downgrading drops the newer tables and columns)")
+@pass_env
+def db_downgrade(env: Env, revision, yes):
+    """Take the schema back to REVISION (e.g. 0001); back up first."""
+    from pbm_server.db import downgrade
+
+    if not yes:
+        fail("downgrading drops what the newer migrations added: back up first, then repeat with --yes", EX_USAGE)
+    try:
+        downgrade(env.open_db(upgrade=False).engine, revision)
+    except AlembicError as exc:
+        fail(f"cannot downgrade to {revision}: {_first_line(exc)}", EX_USAGE)
+    click.echo(f"database at {settings_mod.shown(env.settings, 'database_url')} is at revision {revision}")
+
+
+@db.command("backup")
+@click.argument("target", type=click.Path(dir_okay=False))
+@pass_env
+def db_backup(env: Env, target):
+    """Copy a SQLite database to TARGET while the server runs (online backup).
+
+    PostgreSQL: use pg_dump (docs/operations.md)."""
+    import os
+    import sqlite3
+
+    from sqlalchemy.engine import make_url
+
+    url = make_url(env.settings.database_url)
+    if url.get_backend_name() != "sqlite":
+        fail("pbm db backup copies SQLite databases; for PostgreSQL run pg_dump (see docs/operations.md)", EX_USAGE)
+    if os.path.exists(target):
+        fail(f"{target} exists already: choose a new file", EX_USAGE)
+    env.db  # the schema is current before we copy it
+    src = sqlite3.connect(url.database, timeout=60)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst, pages=1024)
+        check = dst.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        dst.close()
+        src.close()
+    if check != "ok":
+        fail(f"the copy in {target} failed its integrity check: {check}")
+    click.echo(f"{url.database} copied to {target} ({os.path.getsize(target)} bytes, integrity ok)")
 
 
 @main.group()
@@ -443,7 +587,11 @@ def mail():
 @click.option("--to", "rcpts", multiple=True, help="envelope recipient (default: pbm@DOMAIN or the To header)")
 @pass_env
 def mail_inject(env: Env, mail_from, rcpts):
-    """Store one RFC 5322 message from standard input (MTA pipe delivery)."""
+    """Store one RFC 5322 message from standard input (MTA pipe delivery).
+
+    Exit 0: stored; 65: refused for good (the MTA bounces it); 75: a fault of
+    ours, bad settings included (the MTA keeps the mail and tries again)."""
+    env.fault_code = EX_TEMPFAIL
     from email.parser import BytesHeaderParser
     from email.utils import getaddresses
     from email import policy
@@ -492,6 +640,49 @@ def mail_send(env: Env, frm, to, subject, server, lines):
     except (OSError, smtplib.SMTPException) as exc:
         fail(f"could not send: {exc}")
     click.echo(f"sent {msg['Message-ID']} to {to}")
+
+
+@mail.command("show")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--last", "last", default=3, show_default=True, help="how many of the newest mails in the Maildir")
+@click.option("--to", "to", default=None, help="only mails to this address")
+@click.option("--html", is_flag=True, help="print the HTML part instead of the text part")
+@pass_env
+def mail_show(env: Env, files, last, to, html):
+    """Print mails the server wrote to its Maildir (PBM_MAILDIR), decoded.
+
+    Without FILES: the newest --last mails, oldest first.  Headers are decoded
+    (RFC 2047) and the body shown as text, whatever its transfer encoding."""
+    from email import policy
+    from email.parser import BytesParser
+    from pathlib import Path
+
+    parser = BytesParser(policy=policy.default)
+    if files:
+        paths = [Path(f) for f in files]
+    else:
+        box = Path(env.settings.maildir)
+        paths = [p for sub in ("new", "cur") if (box / sub).is_dir() for p in (box / sub).iterdir() if p.is_file()]
+        if not paths:
+            fail(f"no mail in the Maildir {box}", 1)
+        paths.sort(key=lambda p: (p.stat().st_mtime, p.name))
+    picked = []
+    for path in reversed(paths):
+        with open(path, "rb") as fh:
+            msg = parser.parse(fh)
+        if to and to.lower() not in str(msg.get("To", "")).lower():
+            continue
+        picked.append((path, msg))
+        if not files and len(picked) >= last:
+            break
+    for path, msg in reversed(picked):
+        part = msg.get_body(preferencelist=("html", "plain") if html else ("plain", "html"))
+        body = part.get_content() if part is not None else ""
+        head = "\n".join(f"{h}: {msg[h]}" for h in ("From", "To", "Subject", "Date") if msg[h] is not None)
+        click.echo(f"==> {path}\n{head}\n\n{body.rstrip()}\n")
+    shown = len(picked)
+    if shown == 0:
+        fail("no mail matched", 1)
 
 
 @mail.command("status")

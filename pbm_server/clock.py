@@ -1,18 +1,26 @@
 """The server's clock.  Games never read it: the server passes the time in.
 
-``PBM_CLOCK_FILE`` (tests, rehearsals): the current time is the ISO 8601
-timestamp in that file, re-read at every call, so a test can move time on
-while the server runs.
+The setting ``clock_file`` (``PBM_CLOCK_FILE``; tests, rehearsals): the current
+time is the ISO 8601 timestamp in that file, re-read at every call, so a test
+can move time on while the server runs.  Each process sets it once from its
+settings with :func:`use_file`.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
+
+_file: str | None = None
+
+
+def use_file(path: str | None) -> None:
+    """Read the time from ``path`` from now on (None or empty: the real clock)."""
+    global _file
+    _file = path or None
 
 
 def now() -> datetime:
-    path = os.environ.get("PBM_CLOCK_FILE")
+    path = _file
     if path:
         try:
             with open(path) as fh:

@@ -17,12 +17,14 @@ from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
 from datetime import datetime
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateNotFound, select_autoescape
+from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound, select_autoescape
 
 from games.base import Result, Section
-from pbm_server.settings import ROOT, Settings
+from pbm_server.settings import Settings
 
-TEMPLATES = ROOT / "templates"
+#: the package the templates are installed as (the repository's top-level
+#: templates/, mapped into the wheel by setup.py)
+TEMPLATE_PACKAGE = "pbm_server.templates"
 MASK = "****"
 
 
@@ -44,7 +46,7 @@ def hang(text: str, indent: int = 2, width: int = 76) -> str:
 
 def make_environment() -> Environment:
     env = Environment(
-        loader=FileSystemLoader(str(TEMPLATES)),
+        loader=PackageLoader(TEMPLATE_PACKAGE, "."),
         autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
         trim_blocks=True,
         lstrip_blocks=True,

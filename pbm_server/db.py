@@ -11,6 +11,7 @@ PostgreSQL writers that must not run side by side take an advisory lock
 from __future__ import annotations
 
 from contextlib import contextmanager
+from importlib.resources import files
 from pathlib import Path
 from typing import Iterator
 
@@ -20,7 +21,6 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from pbm_server.settings import ROOT
 
 #: advisory lock ids (PostgreSQL) for work that must not run twice at once
 LOCK_PROCESSING = 7301
@@ -60,7 +60,8 @@ def make_engine(url: str) -> Engine:
 
 def alembic_config(engine: Engine) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    # the repository's top-level migrations/, installed as a package (setup.py)
+    cfg.set_main_option("script_location", str(files("pbm_server.migrations")))
     cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
     cfg.attributes["engine"] = engine
     return cfg
@@ -69,6 +70,18 @@ def alembic_config(engine: Engine) -> Config:
 def upgrade(engine: Engine) -> None:
     """Create or upgrade the schema to the newest migration."""
     command.upgrade(alembic_config(engine), "head")
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the schema back to ``revision`` (the migrations' downgrade steps)."""
+    command.downgrade(alembic_config(engine), revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
 
 
 class Database:

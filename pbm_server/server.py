@@ -60,8 +60,6 @@ BACKEND_PARTS = ("worker", "outbound", "scheduler")
 ENV_WAKE_FD = "PBM_INTERNAL_WAKE_FD"
 ENV_PARENT = "PBM_INTERNAL_PARENT_PID"
 
-#: while mail streams in, the worker rests this many times as long as each mail took
-INTAKE_FIRST = 3.0
 #: "streams in": a commit of at least INTAKE_GROUP mails within INTAKE_WINDOW seconds
 INTAKE_WINDOW = 0.05
 INTAKE_GROUP = 2
@@ -89,7 +87,7 @@ class Server:
         self.settings = settings
         self.parts = parts
         if processes is None:
-            processes = 1 if os.environ.get("PBM_SERVE_PROCESSES", "2").strip() == "1" else 2
+            processes = settings.serve_processes
         #: the worker, outbound and scheduler run in a second process
         self.split = processes > 1 and "listener" in parts and any(p in parts for p in BACKEND_PARTS)
         self.local_parts = ("listener",) if self.split else parts
@@ -108,7 +106,7 @@ class Server:
         self._backend_lock = threading.Lock()
         self._wake_w: int | None = None
         self._last_intake = 0.0
-        self.intake_first = float(os.environ.get("PBM_INTAKE_FIRST", INTAKE_FIRST) or 0)
+        self.intake_first = settings.intake_first
 
     def _delivery_failed(self, session, row) -> None:
         if row.kind == "gm":
@@ -212,9 +210,8 @@ class Server:
         parent = os.environ.pop(ENV_PARENT, None)
         if parent:
             _die_with_parent(int(parent))
-            nice = int(os.environ.get("PBM_BACKEND_NICE", "0") or 0)
-            if nice:
-                os.nice(nice)
+            if self.settings.backend_nice:
+                os.nice(self.settings.backend_nice)
             threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
         self.db.upgrade()
         for name, target in (("worker", self._run_worker), ("outbound", self._run_outbound), ("scheduler", self.scheduler.run)):

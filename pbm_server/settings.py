@@ -1,45 +1,139 @@
 """Settings: environment variables, optionally completed by a TOML file.
 
 Environment wins over the file (``PBM_CONFIG=/etc/pbm.toml``; keys are the
-variable names without the ``PBM_`` prefix, in lower case).
+variable names without the ``PBM_`` prefix, in lower case).  Every knob the
+server reads is a field of :class:`Settings`; each field carries its meaning
+(shown by ``pbm serve --help``, ``pbm config show`` and docs/operations.md) and
+a check.  :func:`load_settings` collects every problem at once and raises
+:class:`SettingsError`, one line per problem, naming the setting and what would
+be accepted; the CLI prints those lines and exits with 2.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import tomllib
-from dataclasses import dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
 
-#: the project root (templates/ and migrations/ live here)
-ROOT = Path(__file__).resolve().parent.parent
+#: where a setting's value came from
+DEFAULT, FILE, ENVIRONMENT = "default", "file", "environment"
+
+#: variables with the PBM_ prefix that are not settings (and are not typos)
+NOT_SETTINGS = ("PBM_CONFIG", "PBM_TEST_", "PBM_INTERNAL_")
+
+Check = Callable[[Any], "str | None"]
+
+
+def _setting(default: Any, meaning: str, check: Check | None = None, secret: bool = False) -> Any:
+    return field(default=default, metadata={"meaning": meaning, "check": check, "secret": secret})
+
+
+# -- checks: each returns None, or what would be accepted --------------------------------------
+
+_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
+def _host_port(value: str) -> str | None:
+    m = _HOST_PORT.match(value)
+    if not m or not 1 <= int(m.group(2)) <= 65535:
+        return "expected HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:2525"
+    return None
+
+
+def _optional_host_port(value: str) -> str | None:
+    return None if value == "" else _host_port(value)
+
+
+def _database_url(value: str) -> str | None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    wanted = "expected sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
+    try:
+        url = make_url(value)
+    except (ArgumentError, ValueError):
+        return wanted
+    if url.get_backend_name() not in ("sqlite", "postgresql"):
+        return wanted
+    if url.get_backend_name() == "sqlite" and not url.database:
+        return "expected sqlite:///PATH (a file; three slashes for a relative path, four for an absolute one)"
+    return None
+
+
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+
+
+def _domain(value: str) -> str | None:
+    return None if _DOMAIN.match(value) else "expected a domain name such as pbm.example.org (no @, no spaces)"
+
+
+def _address(value: str) -> str | None:
+    if value == "":
+        return None
+    local, at, domain = value.rpartition("@")
+    if not at or not local or " " in value or _domain(domain):
+        return "expected an address such as gm@example.org"
+    return None
+
+
+def _non_empty(value: str) -> str | None:
+    return None if value.strip() else "expected a path, e.g. var/outbox"
+
+
+def _positive(value: float) -> str | None:
+    return None if value > 0 else "expected a number above 0"
+
+
+def _not_negative(value: float) -> str | None:
+    return None if value >= 0 else "expected 0 or more"
+
+
+def _processes(value: int) -> str | None:
+    return None if value in (1, 2) else "expected 1 (one process) or 2 (the listener in its own process)"
+
+
+def _nice(value: int) -> str | None:
+    return None if 0 <= value <= 19 else "expected a nice increment from 0 to 19"
 
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = "sqlite:///var/pbm.db"
-    listen: str = "127.0.0.1:2525"
-    domain: str = "pbm.localhost"
-    relay: str = ""  # host:port; empty -> Maildir
-    maildir: str = "var/outbox"
-    gm_address: str = ""
-    #: largest accepted message (bytes); larger ones get 552 at DATA
-    max_message_bytes: int = 1_048_576
-    #: replies to one address within an hour before the server goes quiet
-    reply_limit_per_hour: int = 60
-    #: first retry delay of an undelivered mail; doubles each attempt
-    retry_base_seconds: float = 30.0
-    #: the longest delay between two attempts
-    retry_max_seconds: float = 1800.0
-    #: how long the server keeps trying before it marks a mail failed
-    retry_period_seconds: float = 3 * 24 * 3600.0
-    #: how often the worker, outbound and scheduler look for work
-    poll_seconds: float = 0.5
-    #: how often the scheduler calls each game's tick()
-    tick_seconds: float = 60.0
-    #: rehearsal aid: a mail whose Subject is exactly this makes the worker fail
-    #: inside its transaction (to see the shunt and the GM notice work); empty: off
-    failpoint: str = ""
+    database_url: str = _setting(
+        "sqlite:///var/pbm.db", "SQLite (WAL, full durability) or postgresql://...", _database_url, secret=True
+    )
+    listen: str = _setting("127.0.0.1:2525", "HOST:PORT of the SMTP listener", _host_port)
+    domain: str = _setting(
+        "pbm.localhost", "game NAME listens at NAME@DOMAIN; account commands at pbm@DOMAIN", _domain
+    )
+    relay: str = _setting("", "HOST:PORT of the outbound SMTP relay; empty: write to the Maildir", _optional_host_port)
+    maildir: str = _setting("var/outbox", "where outgoing mail goes without a relay", _non_empty)
+    gm_address: str = _setting("", "the address whose mails (with the GM password) run GM commands", _address)
+    max_message_bytes: int = _setting(1_048_576, "larger mails are refused with 552 (bytes)", _positive)
+    reply_limit_per_hour: int = _setting(60, "replies to one address per hour before the server goes quiet", _positive)
+    retry_base_seconds: float = _setting(30.0, "first delay before delivering a mail again; doubles each attempt", _positive)
+    retry_max_seconds: float = _setting(1800.0, "the longest delay between two delivery attempts", _positive)
+    retry_period_seconds: float = _setting(
+        3 * 24 * 3600.0, "after this long an undeliverable mail is marked failed and the GM told", _positive
+    )
+    poll_seconds: float = _setting(0.5, "how often the worker, outbound and scheduler look for work", _positive)
+    tick_seconds: float = _setting(60.0, "how often the scheduler calls each game's tick", _positive)
+    serve_processes: int = _setting(
+        2, "1: pbm serve runs in one process; 2: the listener apart from worker, outbound and scheduler", _processes
+    )
+    intake_first: float = _setting(
+        3.0, "while mail streams in, the back end rests this many times the CPU time each mail took; 0: off",
+        _not_negative,
+    )
+    backend_nice: int = _setting(0, "nice increment of the back-end process (0-19)", _nice)
+    clock_file: str = _setting(
+        "", "rehearsals and tests: the current time is the ISO 8601 time in this file; empty: the real clock"
+    )
+    failpoint: str = _setting(
+        "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; empty: off"
+    )
 
     @property
     def listen_host(self) -> str:
@@ -61,20 +155,153 @@ class Settings:
         return f"pbm@{self.domain}"
 
 
-def load_settings(env: dict[str, str] | None = None) -> Settings:
+class SettingsError(Exception):
+    """Settings that cannot be used; ``problems`` has one line each."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """Settings with where each value came from (``pbm config show``)."""
+
+    settings: Settings
+    sources: dict[str, str]
+    config_file: str | None
+    warnings: list[str]
+
+
+def env_name(name: str) -> str:
+    return "PBM_" + name.upper()
+
+
+def meaning(name: str) -> str:
+    return _FIELDS[name].metadata["meaning"]
+
+
+def is_secret(name: str) -> bool:
+    return bool(_FIELDS[name].metadata["secret"])
+
+
+_FIELDS = {f.name: f for f in fields(Settings)}
+
+
+def _convert(kind: type, raw: object) -> Any:
+    """A value from the environment (always text) or TOML (typed) -> the field's type."""
+    if kind is str:
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            return str(raw)  # e.g. listen = 2525 in TOML: the check says what is wanted
+        if not isinstance(raw, str):
+            raise ValueError("expected text in quotes")
+        return raw
+    if isinstance(raw, bool):
+        raise ValueError("expected a number")
+    if kind is int:
+        if isinstance(raw, int):
+            return raw
+        text = str(raw).strip().replace("_", "")
+        if not re.fullmatch(r"[+-]?\d+", text):
+            raise ValueError("expected a whole number")
+        return int(text)
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    text = str(raw).strip()
+    if not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+        raise ValueError("expected a number")
+    return float(text)
+
+
+def _example(name: str) -> str:
+    default = _FIELDS[name].default
+    return f" (e.g. {default})" if isinstance(default, (int, float)) else ""
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, list(_FIELDS), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def load(env: dict[str, str] | None = None) -> Loaded:
+    """Read the settings; raise SettingsError listing every problem."""
     env = dict(os.environ if env is None else env)
-    values: dict[str, object] = {}
-    config = env.get("PBM_CONFIG")
+    problems: list[str] = []
+    warnings: list[str] = []
+    raw: dict[str, tuple[object, str, str]] = {}  # name -> (value, source, how to name it)
+    config = env.get("PBM_CONFIG") or None
     if config:
-        with open(config, "rb") as fh:
-            values.update({k.lower(): v for k, v in tomllib.load(fh).items()})
+        try:
+            with open(config, "rb") as fh:
+                document = tomllib.load(fh)
+        except OSError as exc:
+            problems.append(f"PBM_CONFIG: cannot read {config}: {exc.strerror or exc}")
+            document = {}
+        except tomllib.TOMLDecodeError as exc:
+            problems.append(f"PBM_CONFIG: {config} is not valid TOML: {exc}")
+            document = {}
+        for key, value in document.items():
+            name = key.lower()
+            if name not in _FIELDS:
+                known = ", ".join(sorted(_FIELDS))
+                problems.append(f"{config}: unknown setting {key!r}{_suggest(name)}; known settings: {known}")
+                continue
+            raw[name] = (value, FILE, f"{config}: {name}")
+    for key in sorted(env):
+        if not key.startswith("PBM_"):
+            continue
+        name = key[4:].lower()
+        if name in _FIELDS:
+            raw[name] = (env[key], ENVIRONMENT, key)
+        elif not key.startswith(NOT_SETTINGS):
+            warnings.append(f"{key} is not a setting and is ignored{_suggest_env(name)}")
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {name: DEFAULT for name in _FIELDS}
+    for name, (value, source, label) in raw.items():
+        f = _FIELDS[name]
+        kind = type(f.default)
+        try:
+            converted = _convert(kind, value)
+        except ValueError as exc:
+            problems.append(f"{label}: {value!r} is not accepted: {exc}{_example(name)}")
+            continue
+        check = f.metadata["check"]
+        why = check(converted) if check else None
+        if why:
+            problems.append(f"{label}: {value!r} is not accepted: {why}")
+            continue
+        values[name] = converted
+        sources[name] = source if source == ENVIRONMENT else f"{FILE} {config}"
+    if problems:
+        raise SettingsError(problems)
+    return Loaded(Settings(**values), sources, config, warnings)
+
+
+def _suggest_env(name: str) -> str:
+    close = difflib.get_close_matches(name, list(_FIELDS), n=1)
+    return f" (did you mean {env_name(close[0])}?)" if close else ""
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    return load(env).settings
+
+
+def shown(settings: Settings, name: str) -> str:
+    """A setting's value as ``pbm config show`` prints it: secrets hidden."""
+    value = getattr(settings, name)
+    if name == "database_url":
+        from sqlalchemy.engine import make_url
+
+        return make_url(value).render_as_string(hide_password=True)
+    if is_secret(name) and value:
+        return "(hidden)"
+    return str(value)
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """(variable, default, meaning) of every setting, for help texts and docs."""
+    out = []
     for f in fields(Settings):
-        key = "PBM_" + f.name.upper()
-        if key in env:
-            values[f.name] = env[key]
-    typed: dict[str, object] = {}
-    for f in fields(Settings):
-        if f.name in values:
-            kind = type(f.default)
-            typed[f.name] = kind(values[f.name])
-    return Settings(**typed)
+        default = f.default
+        out.append((env_name(f.name), "(empty)" if default == "" else str(default), f.metadata["meaning"]))
+    return out

@@ -84,7 +84,7 @@ def test_two_schedulers_racing_in_one_process_run_once(pbm_stopped, monkeypatch)
         t.order(p)
     pbm_stopped.stop()
     pbm_stopped.set_clock("2026-11-21T03:30:00+00:00")
-    monkeypatch.setenv("PBM_CLOCK_FILE", str(pbm_stopped.clock_file))
+    monkeypatch.setattr("pbm_server.clock._file", str(pbm_stopped.clock_file))
     settings = load_settings(pbm_stopped.env)
     ran = []
     barrier = threading.Barrier(2)
