@@ -148,8 +148,8 @@ def run_line(ctx: ServerContext, line: Line) -> Result:
     if handler is None:
         known = ", ".join(sorted(COMMANDS))
         # a mistyped "register HANDLE PASSWORD" carries a password: echo only
-        # the first two words of a line we cannot read
-        ctx.secrets.update(words[2:])
+        # the first two words of a line we cannot read (masked in this echo
+        # only, not in the rest of the reply or its Subject)
         echo = " ".join(words[:2] + [MASK] * len(words[2:]))
         return Result(line, False, f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)", echo)
     return handler(ctx, line, words)

@@ -16,9 +16,9 @@ from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 
 from inscriptis import get_text as html_to_text
-from mailparser_reply import EmailReplyParser
 
 from games.base import Line
+from pbm_server.replies import SentMail, normalise, own_lines
 
 #: at most this many command lines are read from one mail
 MAX_LINES = 300
@@ -28,7 +28,6 @@ MAX_LINE_CHARS = 500
 PASSWORD_RE = re.compile(r"\$\$(.+?)\$\$")
 _SUBJECT_PREFIX = re.compile(r"^\s*((re|aw|sv|fw|fwd|wg|tr)\s*(\[\d+\])?\s*:\s*)+", re.I)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_REPLY_PARSER = EmailReplyParser(languages=["en", "de", "fr", "es", "it", "nl", "sv", "pl"])
 
 
 @dataclass
@@ -93,6 +92,13 @@ def _body(msg: EmailMessage) -> tuple[str, bool]:
         else:
             return "", False
     text = _decode_part(part)
+    try:
+        flowed = (part.get_param("format") or "").lower() == "flowed"
+        delsp = (part.get_param("delsp") or "").lower() == "yes"
+    except Exception:
+        flowed = delsp = False
+    if flowed and part.get_content_subtype() == "plain":
+        text = decode_flowed(text, delsp)
     if part.get_content_subtype() == "html":
         try:
             return html_to_text(text), True
@@ -180,33 +186,34 @@ def _clean(line: str) -> str:
     return _CONTROL.sub(" ", line).strip()[:MAX_LINE_CHARS]
 
 
-def _fresh_text(body: str) -> str:
-    """The part of the body the sender wrote now: no quoted reply tail, no signature."""
-    body = body.replace("\r\n", "\n").replace("\r", "\n")
-    try:
-        replies = _REPLY_PARSER.read(text=body).replies
-    except Exception:
-        replies = []
-    for reply in replies:
-        own = [ln for ln in (reply.body or "").split("\n") if not ln.lstrip().startswith(">")]
-        if any(ln.strip() for ln in own):
-            return "\n".join(own)
-    if replies:
-        return ""
-    # the parser failed: fall back to our own simple rules
-    out = []
-    for ln in body.split("\n"):
-        if ln.rstrip() in ("--", "-- "):
-            break
-        if not ln.lstrip().startswith(">"):
-            out.append(ln)
+def decode_flowed(text: str, delsp: bool = False) -> str:
+    """Undo ``format=flowed`` (RFC 3676): a line ending in a space goes on in
+    the next line of the same quote depth (with DelSp=yes that space goes too);
+    one leading space of a line is stuffing.  Quoted lines come back as
+    ``> `` per level; the signature line ``-- `` is never joined."""
+    out: list[str] = []
+    open_depth: int | None = None  # depth of the paragraph still going on
+    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        depth = len(raw) - len(raw.lstrip(">"))
+        line = raw[depth:]
+        if line.startswith(" "):
+            line = line[1:]  # space-stuffing (or the space after the quote marks)
+        soft = line.endswith(" ") and line != "-- "
+        if soft and delsp:
+            line = line[:-1]
+        if open_depth == depth and out:
+            out[-1] += line
+        else:
+            out.append(("> " * depth if depth else "") + line)
+        open_depth = depth if soft else None
     return "\n".join(out)
 
 
-def command_lines(body: str) -> list[Line]:
-    """Non-blank, non-quoted lines before the signature, numbered 1.."""
+def command_lines(body: str, sent: list[SentMail] = (), domain: str | None = None) -> list[Line]:
+    """The non-blank lines the sender wrote now (see replies.py), numbered by
+    their place in the body.  ``sent``: the mails of ours this one answers."""
     lines = []
-    for number, line in enumerate(_fresh_text(body).split("\n"), start=1):
+    for number, line in own_lines(body, sent, domain):
         text = _clean(line)
         if text:
             lines.append(Line(number, text))
@@ -215,9 +222,19 @@ def command_lines(body: str) -> list[Line]:
     return lines
 
 
-def subject_command(subject: str) -> Line | None:
+def subject_command(subject: str, body_lines: list[Line] = ()) -> Line | None:
+    """The Subject as a command line (number 0), or None.  A Subject that
+    repeats a line of the body (passwords aside, normalised) is not a second
+    command: it runs once."""
     text = _clean(_SUBJECT_PREFIX.sub("", subject or ""))
-    return Line(0, text) if text else None
+    if not text:
+        return None
+    bare = normalise(PASSWORD_RE.sub(" ", text))
+    if bare and any(normalise(PASSWORD_RE.sub(" ", line.text)) == bare for line in body_lines):
+        # only its $$password$$ (if any) still counts
+        kept = " ".join(f"$${pw}$$" for pw in PASSWORD_RE.findall(text))
+        return Line(0, kept) if kept else None
+    return Line(0, text)
 
 
 def take_passwords(lines: list[Line]) -> tuple[list[str], list[Line]]:

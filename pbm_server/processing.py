@@ -44,6 +44,7 @@ from pbm_server.mailtext import IncomingMail, automatic_reason, command_lines, d
 from pbm_server.models import Game, InboundMail, Order
 from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
+from pbm_server.replies import sent_mails
 from pbm_server.passwords import verify_password
 from pbm_server.settings import Settings
 
@@ -130,10 +131,12 @@ class Worker(Poller):
             return prep
         ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
         local = ours[0].split("@", 1)[0] if ours else "pbm"
-        lines = command_lines(mail.body)
+        with self.db.read() as s:  # our mails this one answers: their lines are never commands
+            answered = sent_mails(s, mail.references)
+        lines = command_lines(mail.body, answered, self.settings.domain)
         passwords, lines = take_passwords(lines)
         prep.secrets.update(passwords)
-        subject = subject_command(mail.subject)
+        subject = subject_command(mail.subject, lines)
         if subject is not None:
             sub_passwords, sub_lines = take_passwords([subject])
             prep.secrets.update(sub_passwords)
