@@ -241,21 +241,23 @@ def _mark_ours(lines: list[str], state: list[str], known: _Known) -> None:
     for i in cands:
         if lines[i][:1] in ("\t", "|") and norms[i] in known.whole:
             state[i] = QUOTE
-    # runs of >= 2 unmarked lines that read as a stretch of our mail
-    cands = [i for i in cands if state[i] == OWN]
+    # runs of >= 2 lines that read as a stretch of our mail; lines the client
+    # marked with ">" may sit in the run (our mail's own "> " echo lines)
+    seq = [i for i, st in enumerate(state) if st in (OWN, QUOTE)]
+    norms.update({i: normalise(lines[i]) for i in seq if i not in norms})
     k = 0
-    while k < len(cands):
-        # adjacent: only blank lines between two candidates
+    while k < len(seq):
         j = k
         while (
-            j + 1 < len(cands)
-            and all(state[x] == BLANK for x in range(cands[j] + 1, cands[j + 1]))
-            and known.run_in_order([norms[c] for c in cands[k : j + 2]])
+            j + 1 < len(seq)
+            and all(state[x] == BLANK for x in range(seq[j] + 1, seq[j + 1]))
+            and known.run_in_order([norms[c] for c in seq[k : j + 2]])
         ):
             j += 1
-        run = cands[k : j + 1]
-        if len(run) >= 2 and any(norms[c] in known.prose for c in run):
-            for c in run:
+        run = seq[k : j + 1]
+        unmarked = [c for c in run if state[c] == OWN]
+        if len(run) >= 2 and any(norms[c] in known.prose for c in unmarked):
+            for c in unmarked:
                 state[c] = QUOTE
             k = j + 1
         else:
