@@ -4,6 +4,7 @@ The path of a mail, one module each:
 
     inbound.py     SMTP listener (aiosmtpd) and `pbm mail inject`: store, commit, then 250
     mailtext.py    a stored mail -> sender, headers, command lines, $$password$$
+    replies.py     which lines of a reply the player wrote (quotes, our own mails, signatures)
     processing.py  the worker: loops, auth, routing to accounts/games, replies into the outbox
     polling.py     the pass-then-sleep loop the worker and outbound share
     accounts.py    register / password / help / games (mail to pbm@DOMAIN)

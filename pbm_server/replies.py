@@ -124,6 +124,36 @@ _WRAPPED_MIN_CHARS = 50
 _WRAP_TAIL_MAX_CHARS = 40
 
 
+def _library_patterns() -> tuple[list[re.Pattern], list[re.Pattern], re.Pattern | None]:
+    """mail-parser-reply's per-language tables (cs, it, ja, ko, nl, pl, sv, zh
+    and more besides ours): attribution lines, Outlook header blocks and
+    device lines.  Used as a second opinion; without them our own table stands."""
+    try:
+        from mailparser_reply.constants import MAIL_LANGUAGES
+    except Exception:  # an incompatible version: our own patterns suffice
+        return [], [], None
+    wrote, headers, sent_from = [], [], []
+    for lang, table in MAIL_LANGUAGES.items():
+        if len(lang) != 2:  # not a language (the package keeps test entries here too)
+            continue
+        for key, out in (("wrote_header", wrote), ("from_header", headers)):
+            try:
+                if table.get(key):
+                    out.append(re.compile(table[key], re.I | re.M))
+            except re.error:
+                pass
+        if table.get("sent_from"):
+            sent_from.append(table["sent_from"])
+    try:
+        device = re.compile(r"^\s*(?:" + "|".join(sent_from) + r")", re.I) if sent_from else None
+    except re.error:
+        device = None
+    return wrote, headers, device
+
+
+_LIB_WROTE, _LIB_HEADERS, _LIB_DEVICE = _library_patterns()
+
+
 def normalise(line: str) -> str:
     """A line as compared with our mails: no quote marks, one space, no case."""
     return " ".join(_MARKS.sub("", line).split()).casefold()
@@ -203,9 +233,11 @@ def _names_us(line: str, names: set[str]) -> bool:
 
 def _is_attribution(text: str, names: set[str]) -> bool:
     text = " ".join(text.split())
-    if not text.endswith(":") or len(text) > 300:
+    if len(text) > 300:
         return False
-    return bool(_ATTRIBUTION.search(text)) or _names_us(text, names)
+    if text.endswith(":") and (_ATTRIBUTION.search(text) or _names_us(text, names)):
+        return True
+    return any(p.fullmatch(text) for p in _LIB_WROTE)
 
 
 def _header_key(line: str) -> tuple[str, str] | None:
@@ -218,6 +250,10 @@ def _header_key(line: str) -> tuple[str, str] | None:
 def _outlook_header_at(lines: list[str], state: list[str], i: int, names: set[str]) -> bool:
     if _SEPARATOR.match(lines[i]):
         return True
+    if _LIB_HEADERS and ("@" in lines[i] or _names_us(lines[i], names)):
+        window = "\n".join(lines[i : i + 5])
+        if any(p.match(window) for p in _LIB_HEADERS):
+            return True
     head = _header_key(lines[i])
     if head is None:
         return False
@@ -318,7 +354,7 @@ def classify(body: str, sent: list[SentMail] = (), domain: str | None = None) ->
                 if state[x] != BLANK:
                     state[x] = SIG
             break
-        if len(line.strip()) <= _DEVICE_MAX_CHARS and _DEVICE_LINE.match(line):
+        if len(line.strip()) <= _DEVICE_MAX_CHARS and (_DEVICE_LINE.match(line) or (_LIB_DEVICE and _LIB_DEVICE.match(line))):
             state[i] = SIG
         i += 1
     return list(zip(state, lines))

@@ -97,6 +97,9 @@ STYLES = {
     "gmail-da-top": top([f"Den man. 23. nov. 2026 kl. 14.53 skrev {SERVER}:", ""]),
     "gmail-fi-top": top(["ma 23.11.2026 klo 14.53 pbm-server (pbm@pbm.test) kirjoitti:", ""]),
     "gmail-ru-top": top([f"пн, 23 нояб. 2026 г. в 14:53, {SERVER}:", ""]),
+    "gmail-nl-top": top([f"Op ma 23 nov 2026 om 14:53 schreef {SERVER}:", ""]),
+    "gmail-it-top": top([f"Il giorno lun 23 nov 2026 alle ore 14:53 {SERVER} ha scritto:", ""]),
+    "gmail-ja-top": top([f"2026年11月23日(月) 14:53 {SERVER}:", ""]),
     "gmail-android-top": top([f"On Mon, 23 Nov 2026, 14:53 pbm-server, <pbm@pbm.test> wrote:", ""]),
     # -- Outlook (desktop, web, mobile) ------------------------------------------------
     "outlook-en-top": top(outlook_block("From", "Sent", "To", "Subject", "Monday, November 23, 2026 2:53 PM", "_" * 32), quote=plain),
@@ -111,6 +114,8 @@ STYLES = {
     "outlook-da-top": top(outlook_block("Fra", "Sendt", "Til", "Emne", "23. november 2026 14:53"), quote=plain),
     "outlook-fi-top": top(outlook_block("Lähettäjä", "Lähetetty", "Vastaanottaja", "Aihe", "maanantai 23. marraskuuta 2026 14.53"), quote=plain),
     "outlook-ru-top": top(outlook_block("От", "Отправлено", "Кому", "Тема", "23 ноября 2026 г. 14:53"), quote=plain),
+    "outlook-pl-top": top(outlook_block("Od", "Wysłane", "Do", "Temat", "poniedziałek, 23 listopada 2026 14:53"), quote=plain),
+    "outlook-sv-top": top(outlook_block("Från", "Skickat", "Till", "Ämne", "den 23 november 2026 14:53"), quote=plain),
     "outlook-ja-top": top(outlook_block("差出人", "送信日時", "宛先", "件名", "2026年11月23日 14:53"), quote=plain),
     "outlook-hu-name-only-top": top(outlook_block("Feladó", "Elküldve", "Címzett", "Tárgy", "2026. november 23. 14:53", sender="pbm-server"), quote=plain),
     "outlook-mobile-top": top(
