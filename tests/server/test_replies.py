@@ -12,6 +12,7 @@ and an unreadable line is masked only in its own echo."""
 
 from __future__ import annotations
 
+import json
 import smtplib
 from email.utils import make_msgid
 
@@ -19,7 +20,7 @@ import pytest
 
 from pbm_server.mailtext import command_lines, decode_flowed, read_mail
 from pbm_server.replies import SentMail
-from tests.harness import PbmServer
+from tests.harness import PbmServer, wait_until
 from tests.server.reply_styles import STYLES, gt
 
 PW = {"alice": "alice-gives-5x", "bob": "bob-gives-3x", "carol": "carol-gives-5x"}
@@ -37,19 +38,11 @@ def server_mails(tmp_path_factory):
     server = PbmServer(tmp_path_factory.mktemp("replies"))
     try:
         server.start()
-        for h in PW:
-            server.register(h, PW[h])
-        server.new_game("giveaway", "gift")
-        for h in PW:
-            server.mail(addr(h), "gift", f"$${PW[h]}$$\nJOIN")
-        gift = server.mail(addr("bob"), "gift", f"$${PW['bob']}$$\nGIVE 2 TO carol\nGIVE 1 TO alice")
+        gift = join_gift(server, "GIVE 2 TO carol", "GIVE 1 TO alice")
         assert "The orders the server now holds" in server.text(gift)
         games = server.mail(addr("bob"), "pbm", "games", subject="list")
         assert "Games" in server.text(games)
-        mails = {}
-        for name, msg in (("gift", gift), ("pbm", games)):
-            raw = msg.as_bytes()
-            mails[name] = SentMail.from_raw(raw)
+        mails = {"gift": SentMail.from_raw(gift.as_bytes()), "pbm": SentMail.from_raw(games.as_bytes())}
         server.stop()
         assert not server.leaked_secrets()
     finally:
@@ -124,40 +117,39 @@ def test_flowed_mail_is_decoded_when_read():
 
 # -- over SMTP, against the running server --------------------------------------------------------
 
-def reply_to(pbm, frm: str, to: str, answered, body: str, subject: str = "Re: orders", headers: dict | None = None):
+def reply_to(pbm, frm: str, to: str, answered, body: str):
     """Send ``body`` as a reply to the server's mail ``answered``; return the server's answer."""
-    msg = pbm.build(frm, to, body, subject=subject, headers={"In-Reply-To": answered["Message-ID"], "References": answered["Message-ID"], **(headers or {})})
-    mid = pbm.send_message(msg)
-    from tests.harness import wait_until
-
+    ref = answered["Message-ID"]
+    mid = pbm.send_message(pbm.build(frm, to, body, subject="Re: orders", headers={"In-Reply-To": ref, "References": ref}))
     wait_until(lambda: pbm.replies_to(mid), what=f"the answer to {mid}")
     return pbm.replies_to(mid)[0]
 
 
-def join_gift(pbm):
+def join_gift(pbm, *orders: str):
+    """alice, bob and carol in the giveaway game "gift"; bob's answer to his ``orders``."""
     for h in PW:
         pbm.register(h, PW[h])
     pbm.new_game("giveaway", "gift")
     for h in PW:
         pbm.mail(addr(h), "gift", f"$${PW[h]}$$\nJOIN")
-    first = pbm.mail(addr("bob"), "gift", f"$${PW['bob']}$$\nGIVE 3 TO carol")
-    assert "GIVE 3 TO carol" in pbm.text(first)
-    return first
+    answer = pbm.mail(addr("bob"), "gift", "\n".join([f"$${PW['bob']}$$", *orders]))
+    assert all(o in pbm.text(answer) for o in orders)
+    return answer
 
 
-def held_orders(pbm) -> list:
-    return pbm.sql("SELECT lines FROM orders WHERE handle = 'bob'")[0][0]
+def held_orders(pbm) -> list[str]:
+    lines = pbm.sql("SELECT lines FROM orders WHERE handle = 'bob'")[0][0]
+    return json.loads(lines) if isinstance(lines, str) else lines
 
 
 def test_bottom_posted_reply_to_a_server_mail_runs_its_commands(pbm):
-    first = join_gift(pbm)
+    first = join_gift(pbm, "GIVE 3 TO carol")
     quoted = ["On 23/11/2026 14:53, pbm-server wrote:"] + gt(pbm.text(first).rstrip("\n").split("\n"))
     body = "\n".join(["Hi,", ""] + quoted + ["", "GIVE 2 TO alice", "GIVE 1 TO carol", f"$${PW['bob']}$$", "", "-- ", "Bob"])
     answer = pbm.flat(reply_to(pbm, addr("bob"), "gift", first, body))
     assert "held no commands" not in answer
     assert "accepted" in answer and "REFUSED (line 1)" in answer  # "Hi," is a line of bob's, and no command
-    held = held_orders(pbm)
-    assert [" ".join(x.split()) for x in (held if isinstance(held, list) else __import__("json").loads(held))] == ["GIVE 2 TO alice", "GIVE 1 TO carol"]
+    assert [" ".join(x.split()) for x in held_orders(pbm)] == ["GIVE 2 TO alice", "GIVE 1 TO carol"]
 
 
 @pytest.mark.parametrize("header", [
@@ -165,7 +157,7 @@ def test_bottom_posted_reply_to_a_server_mail_runs_its_commands(pbm):
     [],  # no header at all: only the server's knowledge of its own mail
 ], ids=["outlook-ru", "no-header"])
 def test_unmarked_quote_does_not_rerun_the_quoted_held_orders(pbm, header):
-    first = join_gift(pbm)
+    first = join_gift(pbm, "GIVE 3 TO carol")
     body = "\n".join([f"$${PW['bob']}$$", "GIVE 3 TO alice", ""] + header + pbm.text(first).split("\n"))
     answer = pbm.flat(reply_to(pbm, addr("bob"), "gift", first, body))
     assert "REFUSED" not in answer, answer
