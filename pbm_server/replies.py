@@ -42,7 +42,7 @@ from email.utils import getaddresses
 
 #: only this many lines of a body are looked at (commands come first; at
 #: most 300 are read anyway)
-MAX_SCAN_LINES = 5000
+MAX_SCAN_LINES = 2000
 #: only this many of the mails named in References are looked up
 MAX_REFERENCES = 20
 
@@ -122,6 +122,9 @@ _DEVICE_MAX_CHARS = 60
 #: an attribution wrapped over two lines: a long first line, a short tail
 _WRAPPED_MIN_CHARS = 50
 _WRAP_TAIL_MAX_CHARS = 40
+#: mail-parser-reply's attribution patterns: lines up to this long, this many per mail
+_LIB_MAX_CHARS = 160
+_LIB_MAX_TRIES = 40
 
 
 def _library_patterns() -> tuple[list[re.Pattern], list[re.Pattern], re.Pattern | None]:
@@ -231,12 +234,17 @@ def _names_us(line: str, names: set[str]) -> bool:
     return any(n in low for n in names)
 
 
-def _is_attribution(text: str, names: set[str]) -> bool:
+def _is_attribution(text: str, names: set[str], budget: list[int]) -> bool:
+    """``budget``: how many more lines mail-parser-reply's patterns may try
+    (they backtrack on long lines; a hostile mail must not make us crawl)."""
     text = " ".join(text.split())
-    if len(text) > 300:
+    if len(text) > 300 or not text.endswith((":", "\uff1a")):
         return False
-    if text.endswith(":") and (_ATTRIBUTION.search(text) or _names_us(text, names)):
+    if _ATTRIBUTION.search(text) or _names_us(text, names):
         return True
+    if len(text) > _LIB_MAX_CHARS or budget[0] <= 0:
+        return False
+    budget[0] -= 1
     return any(p.fullmatch(text) for p in _LIB_WROTE)
 
 
@@ -314,6 +322,7 @@ def classify(body: str, sent: list[SentMail] = (), domain: str | None = None) ->
             if state[x] != BLANK:
                 state[x] = QUOTE
 
+    budget = [_LIB_MAX_TRIES]
     i = 0
     while i < n:
         if state[i] != OWN:
@@ -324,14 +333,14 @@ def classify(body: str, sent: list[SentMail] = (), domain: str | None = None) ->
             rest_is_quote(i)
             break
         span = 0
-        if _is_attribution(line, names):
+        if _is_attribution(line, names, budget):
             span = 1
         elif (
             i + 1 < n
             and state[i + 1] == OWN
             and len(line.strip()) >= _WRAPPED_MIN_CHARS
             and len(lines[i + 1].strip()) <= _WRAP_TAIL_MAX_CHARS
-            and _is_attribution(line + " " + lines[i + 1], names)
+            and _is_attribution(line + " " + lines[i + 1], names, budget)
         ):
             span = 2  # a long attribution the client wrapped (Gmail does at 78 characters)
         if span:
