@@ -266,7 +266,7 @@ def _outlook_header_at(lines: list[str], state: list[str], i: int, names: set[st
     if head is None:
         return False
     key, value = head
-    if names and _names_us(value, names) and (key in _FROM_KEYS or len(key) <= 20):
+    if _names_us(value, names):
         return True  # "Od: pbm-server <pbm@DOMAIN>", whatever the language
     if key not in _FROM_KEYS or not ("@" in value or _names_us(value, names)):
         return False
