@@ -44,8 +44,8 @@ from pbm_server.mailtext import IncomingMail, automatic_reason, command_lines, d
 from pbm_server.models import Game, InboundMail, Order
 from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
-from pbm_server.replies import sent_mails
 from pbm_server.passwords import verify_password
+from pbm_server.replies import sent_mails
 from pbm_server.settings import Settings
 
 log = logging.getLogger(__name__)

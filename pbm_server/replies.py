@@ -40,6 +40,10 @@ from email import policy
 from email.parser import BytesParser
 from email.utils import getaddresses
 
+from sqlalchemy import select
+
+from pbm_server.models import OutboundMail
+
 #: only this many lines of a body are looked at (commands come first; at
 #: most 300 are read anyway)
 MAX_SCAN_LINES = 2000
@@ -209,10 +213,6 @@ class _Known:
 
 def sent_mails(session, references: list[str]) -> list[SentMail]:
     """Our outbox rows whose Message-ID the mail names (In-Reply-To / References)."""
-    from sqlalchemy import select
-
-    from pbm_server.models import OutboundMail
-
     wanted = list(dict.fromkeys(references))[-MAX_REFERENCES:]
     if not wanted:
         return []
