@@ -335,8 +335,15 @@ class Rules(Generic[MailT]):
             try:
                 out.append(self.parse_line(line))
             except Exception as exc:  # noqa: BLE001 - parse never raises
-                out.append(Command(line, "unknown", error=f"could not read this line ({type(exc).__name__}: {exc})"))
+                # the exception's text may quote the line, password and all
+                error = f"could not read this line ({type(exc).__name__})"
+                out.append(Command(line, "unknown", error=error, text=self.safe_echo(line)))
         return out
+
+    def safe_echo(self, line: Line) -> str:
+        """The line as echoed back when ``parse_line`` failed on it: a game
+        whose lines carry inline passwords masks them here."""
+        return line.text
 
     def parse_line(self, line: Line) -> Command:
         """One line -> one Command (``error`` set for a bad line)."""

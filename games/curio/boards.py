@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from games.curio.model import (
-    DARK, LIGHT, IllegalMove, Position, Setup, SetupError, replay,
+    DARK, LIGHT, Position, Setup, replay,
 )
 
 FIRST_BOARD = 101
@@ -149,25 +149,6 @@ class CurioState:
         boards = {int(k): Board.from_json(v) for k, v in d.get("boards", {}).items()}
         nxt = int(d.get("next_board", FIRST_BOARD))
         return cls(Setup.from_dict(d.get("defaults", {})), max([nxt, *(n + 1 for n in boards)]), boards)
-
-    @classmethod
-    def validated(cls, d: dict[str, Any]) -> "CurioState":
-        """Load and check a hand-written or exported document; ValueError naming the problem."""
-        if not isinstance(d, dict):
-            raise ValueError("a curio state is a JSON object")
-        try:
-            state = cls.from_json(d)
-            state.defaults.validate()
-        except SetupError as e:
-            raise ValueError(f"defaults: {e}") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ValueError(f"not a curio state: {e!r}") from None
-        for number, board in state.boards.items():
-            try:
-                board.check()
-            except (SetupError, IllegalMove, ValueError, KeyError, TypeError, AttributeError) as e:
-                raise ValueError(f"board {number}: {e}") from None
-        return state
 
     def players(self) -> list[str]:
         names = {b.handle(s) for b in self.boards.values() if b.active for s in (LIGHT, DARK)}

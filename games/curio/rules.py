@@ -9,10 +9,14 @@ from typing import Any
 
 from games.base import (
     NOT_REGISTERED,
-    Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State,
+    Mail,
+    Refused,
+    Command, Context, GameError, Line, Notice, Option, Outcome, Rules, Section, State,
 )
 from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
-from games.curio.commands import USAGE, parse_line
+from games.curio import parse
+from games.curio.parse import USAGE
+from games.curio.state import dump, load, validated
 from games.curio.model import (
     CAPTURE_RULES, DARK, FACES, LIGHT, SIDE_NAME, IllegalMove, Move, Position, Setup,
     SetupError, opponent,
@@ -40,15 +44,12 @@ def _choice(values):
     return parse
 
 
-class Refused(Exception):
-    """A command that cannot be carried out; the message goes to the sender."""
-
-
 @dataclass
-class _Mail:
-    """Collects what one mail's commands say per (recipient, board), so a
-    player gets one mail per board with every event in it."""
+class CurioMail(Mail):
+    """One mail's commands; collects what they say per (recipient, board), so
+    a player gets one mail per board with every event in it."""
 
+    game: CurioState
     sections: dict[tuple[int, str | None], list[str]] = field(default_factory=dict)
     notices: dict[tuple[str, int], tuple[str | None, list[str], str]] = field(default_factory=dict)
 
@@ -64,7 +65,7 @@ class _Mail:
         self.notices[key] = (side, lines, subject)
 
 
-class CurioRules(Rules):
+class CurioRules(Rules[CurioMail]):
     kind = "curio"
     title = "Curio"
     summary = (
@@ -76,6 +77,7 @@ class CurioRules(Rules):
     has_turns = False
     default_deadline = None
     turn_name = "move"
+    pbm_prefix = True
     options = (
         Option("base", 4, "default -base: digits 1..base, every pair i<=j is a piece", int),
         Option("rows", 5, "default -rows of a new board", int),
@@ -91,41 +93,31 @@ class CurioRules(Rules):
 
     # -- life cycle -------------------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:
-        values = {o.name: o.default for o in self.options}
-        values.update({k: v for k, v in (options or {}).items() if k in values})
+        values = self.option_values(options)
         try:
             defaults = Setup(**values).validate()
         except (SetupError, TypeError) as e:
             raise GameError(f"curio options: {e}") from None
-        return CurioState(defaults=defaults).to_json()
+        return dump(CurioState(defaults=defaults))
 
     def import_state(self, data: dict[str, Any]) -> State:
-        try:
-            return CurioState.validated(data).to_json()
-        except ValueError as e:
-            raise GameError(str(e)) from None
+        return validated(data)
 
     def export_state(self, state: State) -> dict[str, Any]:
-        return CurioState.from_json(state).to_json()
+        return dump(load(state))
 
     # -- mail -------------------------------------------------------------------------
-    def parse(self, lines: list[Line]) -> list[Command]:
-        return [parse_line(line) for line in lines]
+    def parse_line(self, line: Line) -> Command:
+        return parse.parse_line(line)
 
-    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
-        game = CurioState.from_json(state)
-        mail = _Mail()
-        outcome = Outcome(state=state)
-        for cmd in commands:
-            if cmd.error:
-                outcome.results.append(Result(cmd.line, False, cmd.error, cmd.text))
-                continue
-            try:
-                handler = getattr(self, f"_do_{cmd.name}")
-                message = handler(game, cmd, ctx, mail, outcome)
-                outcome.results.append(Result(cmd.line, True, f"accepted: {message}", cmd.text))
-            except Refused as e:
-                outcome.results.append(Result(cmd.line, False, str(e), cmd.text))
+    def safe_echo(self, line: Line) -> str:
+        return parse.masked(line)
+
+    def open_mail(self, state: State, commands: list[Command], ctx: Context) -> CurioMail:
+        return CurioMail(ctx, commands, Outcome(state=state), game=load(state))
+
+    def close_mail(self, mail: CurioMail) -> None:
+        game, outcome = mail.game, mail.outcome
         for (number, side), headlines in mail.sections.items():
             board = game.boards[number]
             data = board_data(board, side, headlines)
@@ -136,8 +128,7 @@ class CurioRules(Rules):
             outcome.notices.append(Notice(
                 to=[handle], subject=subject, template="board.txt",
                 data=board_data(board, side, headlines), kind="report"))
-        outcome.state = game.to_json()
-        return outcome
+        outcome.state = dump(game)
 
     # -- helpers ----------------------------------------------------------------------
     @staticmethod
@@ -162,7 +153,7 @@ class CurioRules(Rules):
         return side
 
     @staticmethod
-    def _observers(board: Board, mail: _Mail, headline: str, subject: str) -> None:
+    def _observers(board: Board, mail: CurioMail, headline: str, subject: str) -> None:
         for handle in board.subscribers:
             mail.tell(handle, board, None, headline, subject)
 
@@ -181,7 +172,8 @@ class CurioRules(Rules):
         return f"Game over: a draw, {board.reason}."
 
     # -- commands ---------------------------------------------------------------------
-    def _do_challenge(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_challenge(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
         actor = ctx.actor
         if actor is None or not actor.handle:
             raise Refused(REGISTER_FIRST)
@@ -229,7 +221,8 @@ class CurioRules(Rules):
                          f"{setup.flags()}, seed {seed}")
         return f"board {number}: {light} (Light) vs {dark} (Dark), {light} moves first"
 
-    def _do_move(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_move(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         try:
@@ -274,7 +267,8 @@ class CurioRules(Rules):
         self._observers(board, mail, head, f"Curio board {board.number}: {me} played {move}")
         return f"{move} on board {board.number}" + (f"; {board.reason}" if result else "")
 
-    def _do_resign(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_resign(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         if not board.active:
@@ -294,7 +288,8 @@ class CurioRules(Rules):
         self._observers(board, mail, head, f"Curio board {board.number}: {what}")
         return f"{what} on board {board.number}"
 
-    def _do_draw(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_draw(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         if not board.active:
@@ -329,18 +324,21 @@ class CurioRules(Rules):
         self._observers(board, mail, head, f"Curio board {n}: drawn")
         return f"draw agreed on board {n}"
 
-    def _do_show(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_show(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         mail.reply(board, None)
         return f"board {board.number} as an observer sees it"
 
-    def _do_showas(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_showas(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         mail.reply(board, side)
         return f"board {board.number} as {board.handle(side)} sees it"
 
-    def _do_subscribe(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_subscribe(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
         board = self._board(game, cmd.args["board"])
         handle = ctx.actor.handle if ctx.actor else None
         if not handle:
@@ -355,7 +353,8 @@ class CurioRules(Rules):
         mail.reply(board, None, f"You now follow board {board.number} as an observer.")
         return f"you will get every move on board {board.number} (observer's view)"
 
-    def _do_unsubscribe(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_unsubscribe(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
         board = self._board(game, cmd.args["board"])
         handle = ctx.actor.handle if ctx.actor else None
         if not handle:
@@ -366,7 +365,8 @@ class CurioRules(Rules):
         board.subscribers = kept
         return f"you no longer follow board {board.number}"
 
-    def _do_boards(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_boards(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
         handle = ctx.actor.handle if ctx.actor else None
         shown = [b for b in game.boards.values() if b.active or b.side_of(handle)]
         text = "\n".join(b.summary() for b in shown) or "No boards yet: start one with " + USAGE["challenge"]
@@ -375,10 +375,10 @@ class CurioRules(Rules):
 
     # -- what people see --------------------------------------------------------------
     def players(self, state: State) -> list[str]:
-        return CurioState.from_json(state).players()
+        return load(state).players()
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
-        game = CurioState.from_json(state)
+        game = load(state)
         sections = []
         for number, board in sorted(game.boards.items()):
             side = board.side_of(viewer)

@@ -11,6 +11,7 @@ import pytest
 from games.base import Actor, Context, GameError, Line, Outcome
 from games.curio import RULES
 from games.curio.boards import CurioState
+from games.curio.state import check as check_state
 from games.curio.model import DARK, LIGHT, Move, Square
 from games.curio.view import parse_ascii_board
 from tests.games.curio.oracle import expected_token
@@ -579,4 +580,4 @@ def test_any_mail_gets_one_result_per_line_and_never_leaks_a_password(lines, sen
     assert len(out.results) == len(lines)
     assert all(r.ok or r.message for r in out.results)
     assert PASSWORDS["alice"] not in everything(out) and PASSWORDS["bob"] not in everything(out)
-    CurioState.validated(t.state)  # the state still holds together
+    check_state(t.state)  # the state still holds together

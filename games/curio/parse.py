@@ -93,15 +93,12 @@ def _board(word: str) -> int | None:
     return int(word) if word.isdigit() and len(word) < 9 else None
 
 
+def masked(line: Line) -> str:
+    """The line with any inline password replaced by ****."""
+    return _Line(line).cut()
+
+
 def parse_line(line: Line) -> Command:
-    try:
-        return _parse(line)
-    except Exception as e:  # parse() never raises; this is a last resort
-        return Command(line, "error", error=f"could not read this line ({type(e).__name__})",
-                       text=_Line(line).cut())
-
-
-def _parse(line: Line) -> Command:
     tl = _Line(line)
     if not tl.words:
         return Command(line, "error", error="expected a curio command: " + ", ".join(USAGE))
