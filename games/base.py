@@ -337,7 +337,7 @@ class Rules(Generic[MailT]):
             except Exception as exc:  # noqa: BLE001 - parse never raises
                 # the exception's text may quote the line, password and all
                 error = f"could not read this line ({type(exc).__name__})"
-                out.append(Command(line, "unknown", error=error, text=self.safe_echo(line)))
+                out.append(Command(line, "error", error=error, text=self.safe_echo(line)))
         return out
 
     def safe_echo(self, line: Line) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field as dfield
 from games.base import Command, Line
 from games.rmpm.board import DIR_NAMES, DIRS, PARKING, Field, direction, fmt, on_board_, parse_field, step
 from games.rmpm.model import Game, Player, wrap
-from games.rmpm.orders import parse_line
+from games.rmpm.parse import parse_line
 
 FIELD_PRICE = 500
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from games.rmpm.board import PARKING, SIZE, fmt
-from games.rmpm.engine import UpdateResult
+from games.rmpm.engine import FIELD_PRICE, UpdateResult
 from games.rmpm.model import CARD_CODES, CARD_TEXT, Game
 
 WIDTH = 3 * SIZE + 1
@@ -181,3 +181,10 @@ def update_data(game: Game, upd: UpdateResult) -> dict:
         "not_placed": [{"number": p.number, "abbr": p.abbr, "alias": p.alias, "why": why}
                        for p, why in upd.not_placed],
     }
+
+
+def report_data(game: Game) -> dict:
+    data = status_data(game)
+    data["last"] = game.last or None
+    data["price"] = FIELD_PRICE
+    return data

@@ -218,13 +218,3 @@ def _parse_gm(line: Line, text: str) -> Command:
         return Command(line=line, name="gm_business",
                        args={"field": fmt(f), "text": None if btext.lower() == "none" else btext[:200]})
     return Command(line=line, name="gm", error=f"unknown GM command {parts[1]!r}; {GM_EXPECTED}")
-
-
-def parse_lines(lines: list[Line]) -> list[Command]:
-    out = []
-    for line in lines:
-        try:
-            out.append(parse_line(line))
-        except Exception as exc:  # parse() must never raise
-            out.append(Command(line=line, name="error", error=f"could not read this line ({exc}); {EXPECTED}"))
-    return out
