@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from games.base import Refused
 from games.agora_rpg.model import (
     FIXED_PLACES,
     GOLD,
@@ -33,10 +34,6 @@ from games.agora_rpg.model import (
     dungeon_level,
     iso,
 )
-
-
-class Refused(Exception):
-    """The action is not allowed; the message says why.  Nothing changed."""
 
 
 @dataclass
