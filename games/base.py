@@ -188,9 +188,11 @@ class Notice:
 
     ``to`` is a list of handles, or ``[ALL_PLAYERS]``.  ``kind`` is
     ``"report"`` (turn reports, board updates: Auto-Submitted: auto-generated)
-    or ``"notice"``.  Every recipient gets the same text: to hide information
-    from some players, send one Notice per player (or per group of players
-    who may see the same) with data already filtered for them.
+    or ``"notice"``.  The server renders a template once per recipient, with
+    ``data["viewer"]`` set to the recipient's handle unless the game set it.
+    To hide information from some players, send one Notice per player (or
+    per group who may see the same) with data already filtered for them:
+    the template cannot know what the viewer may see.
     """
 
     to: list[str]

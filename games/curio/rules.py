@@ -388,6 +388,21 @@ class CurioRules(Rules[CurioMail]):
             sections.append(Section(title="Curio", text="No boards yet."))
         return sections
 
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """Both faces of a piece that has not turned, as a board cell would
+        show them to this viewer: nobody knows both faces of such a piece
+        (its owner does not see the face toward the opponent)."""
+        hidden: set[str] = set()
+        shown: set[str] = set()
+        for board in load(state).boards.values():
+            side = board.side_of(viewer)
+            for piece in board.position.pieces.values():
+                mine = piece.side == (side or LIGHT)
+                left, right = ("[", "]") if mine else ("(", ")")
+                tokens = {f"{left}{piece.own}{piece.other}{right}", f"{left}{piece.other}{piece.own}{right}"}
+                (shown if piece.revealed else hidden).update(tokens)
+        return sorted(hidden - shown)
+
     def help_text(self) -> str:
         options = (
             "Challenge options: -base=N -rows=N -cols=N -num_pieces=N -draw_moves=N "

@@ -351,6 +351,14 @@ class GiveawayRules(Rules[GiveawayMail]):
             sections.append(_order_section(game, me.handle, refused=False, show_lines=True))
         return sections
 
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """The order lines other players hold for the coming round."""
+        game = load(state)
+        own = set(game.order_lines(viewer)) if viewer else set()
+        others = {line for p in game.active if viewer is None or key(p.handle) != key(viewer)
+                  for line in game.order_lines(p.handle)}
+        return sorted(others - own)
+
     def help_text(self) -> str:
         return (
             self.summary

@@ -365,6 +365,13 @@ class RmpmRules(Rules[RmpmMail]):
             ))
         return sections
 
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """The order lines other players hold for this week's update."""
+        orders: dict[str, list[str]] = state.get("orders", {})
+        own = set(orders.get(viewer, [])) if viewer else set()
+        others = {line for handle, lines in orders.items() if handle != viewer for line in lines}
+        return sorted(others - own)
+
     def help_text(self) -> str:
         return HELP
 

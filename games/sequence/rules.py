@@ -414,6 +414,11 @@ class SequenceRules(Rules[SequenceMail]):
         data["plays"] = game.plays_data(first) if game.play_count else []
         return [Section(title=self.title, template="status.txt", data=data)]
 
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """Plays and pieces are public; the e-mail addresses the pieces came
+        from are not."""
+        return sorted({p["email"] for handle, p in state["players"].items() if handle != viewer and p["email"]})
+
     def help_text(self) -> str:
         return (
             f"{self.title}\n\n{textwrap.fill(self.summary, 76)}\n\n"
