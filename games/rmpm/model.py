@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dfield
+from typing import Any
 
-from games.rmpm.board import PARKING, SIZE, Board, Field, fmt, parse_field
+from games.rmpm.board import PARKING, SIZE, Board, Field, field_of, fmt
 
 FORMAT = "rmpm/1"
 CARDS = ("SM", "RM", "MT", "DM")
@@ -41,7 +42,14 @@ class Player:
     def placed(self) -> bool:
         return self.chips is not None
 
-    def to_state(self) -> dict:
+    @property
+    def fields(self) -> list[Field]:
+        """The chips of a placed player (the same list object as ``chips``)."""
+        if self.chips is None:
+            raise ValueError(f"{self.handle} has no chips on the board yet")
+        return self.chips
+
+    def to_state(self) -> dict[str, Any]:
         return {
             "number": self.number,
             "abbr": self.abbr,
@@ -59,17 +67,17 @@ class Game:
     """Board, players, Bank and Kiosk, with an occupancy index
     (field -> handles of the chips on it, one entry per chip)."""
 
-    def __init__(self, state: dict):
+    def __init__(self, state: dict[str, Any]):
         self.board = Board.from_state(state["numbers"], state["fences"])
         self.week: int = state["week"]
         self.bank: int = state["bank"]
         self.kiosk: int = state["kiosk"]
         self.start_capital: int = state["start_capital"]
         self.next_number: int = state["next_number"]
-        self.owners: dict[Field, str] = {parse_field(k): v for k, v in state["owners"].items()}
-        self.businesses: dict[Field, str] = {parse_field(k): v for k, v in state["businesses"].items()}
+        self.owners: dict[Field, str] = {field_of(k): v for k, v in state["owners"].items()}
+        self.businesses: dict[Field, str] = {field_of(k): v for k, v in state["businesses"].items()}
         self.orders: dict[str, list[str]] = {h: list(v) for h, v in state["orders"].items()}
-        self.last: dict = state.get("last") or {}
+        self.last: dict[str, Any] = state.get("last") or {}
         self.players: dict[str, Player] = {}
         self.occ: dict[Field, list[str]] = {}
         for handle, p in state["players"].items():
@@ -78,8 +86,8 @@ class Game:
                 number=p["number"],
                 abbr=p["abbr"],
                 alias=p["alias"],
-                chips=[parse_field(c) for c in p["chips"]] if p.get("chips") is not None else None,
-                start=[parse_field(c) for c in p["start"]] if p.get("start") is not None else None,
+                chips=[field_of(c) for c in p["chips"]] if p.get("chips") is not None else None,
+                start=[field_of(c) for c in p["start"]] if p.get("start") is not None else None,
                 an=p["an"],
                 pn=p["pn"],
                 capital=p["capital"],
@@ -93,7 +101,7 @@ class Game:
         self.by_abbr = {p.abbr: p for p in self.players.values()}
         self.by_number = {p.number: p for p in self.players.values()}
 
-    def to_state(self) -> dict:
+    def to_state(self) -> dict[str, Any]:
         st = {
             "format": FORMAT,
             "week": self.week,
@@ -167,19 +175,19 @@ class Game:
         self.occ.setdefault(f, []).append(handle)
 
     def move_chip(self, p: Player, i: int, to: Field) -> None:
-        frm = p.chips[i]
+        frm = p.fields[i]
         lst = self.occ[frm]
         lst.remove(p.handle)
         if not lst:
             del self.occ[frm]
-        p.chips[i] = to
+        p.fields[i] = to
         self.occ.setdefault(to, []).append(p.handle)
 
     def landing_refusal(self, p: Player, chip: int, f: Field) -> str | None:
         """Why chip ``chip`` of p may not land on f, or None."""
         if f == PARKING:
             return None
-        other = p.chips[1 - chip]
+        other = p.fields[1 - chip]
         if other == f:
             return f"{fmt(f)} holds your other chip"
         if len(self.others_on(f, p.handle)) >= 2:

@@ -11,7 +11,7 @@ from games.base import (
     ALL_PLAYERS, NO_PASSWORD, NOT_REGISTERED, Command, Context, GameError, Line, Mail, Notice, Option, Outcome, Refused,
     Result, Rules, Section, State,
 )
-from games.rmpm.board import Board, fmt, parse_board_file, parse_field
+from games.rmpm.board import Board, field_of, fmt, parse_board_file
 from games.rmpm.engine import FIELD_PRICE, parse_held, placement_refusal, run_slot, validate_orders, weekly_update
 from games.rmpm import parse
 from games.rmpm.model import Game, Player
@@ -165,7 +165,7 @@ class RmpmRules(Rules[RmpmMail]):
 
     def handle_gm_own(self, mail: RmpmMail, cmd: Command) -> str:
         game, a = mail.game, cmd.args
-        f = parse_field(a["field"])
+        f = field_of(a["field"])
         if a["abbr"] is None:
             game.owners.pop(f, None)
             game.businesses.pop(f, None)
@@ -176,7 +176,7 @@ class RmpmRules(Rules[RmpmMail]):
 
     def handle_gm_business(self, mail: RmpmMail, cmd: Command) -> str:
         game, a = mail.game, cmd.args
-        f = parse_field(a["field"])
+        f = field_of(a["field"])
         if a["text"] is None:
             game.businesses.pop(f, None)
             return self._gm_done(mail, cmd, f"the business on {fmt(f)} is removed")
@@ -191,7 +191,7 @@ class RmpmRules(Rules[RmpmMail]):
             raise Refused("only one JOIN per mail")
         game, handle, out = mail.game, mail.handle, mail.outcome
         abbr, alias = c.args["abbr"], c.args["alias"]
-        fields = [parse_field(f) for f in c.args["fields"]]
+        fields = [field_of(f) for f in c.args["fields"]]
         me = game.players.get(handle)
         if me and me.placed:
             raise Refused(f"you are already in the game as {me.abbr} ({me.alias})")
@@ -227,7 +227,7 @@ class RmpmRules(Rules[RmpmMail]):
 
     # -- orders -------------------------------------------------------------
     def _orders(self, game: Game, handle: str, commands: list[Command], idx: list[int],
-                results: list, out: Outcome) -> bool:
+                results: list[Result | None], out: Outcome) -> bool:
         me = game.players.get(handle)
 
         def refuse(i: int, msg: str) -> None:
@@ -251,7 +251,7 @@ class RmpmRules(Rules[RmpmMail]):
                     "send orders after that report"))
             return False
         cmds = [commands[i] for i in idx]
-        errors = {j: c.error for j, c in enumerate(cmds) if not c.ok}
+        errors = {j: c.error for j, c in enumerate(cmds) if c.error is not None}
         good = [j for j, c in enumerate(cmds) if c.ok]
         verr = validate_orders(game, me, [cmds[j] for j in good])
         for k, msg in verr.items():
@@ -291,10 +291,11 @@ class RmpmRules(Rules[RmpmMail]):
                 "your fields become unowned and your money leaves the game (send CANCEL or new orders "
                 "to stay)"), cmds[0].text)
             return True
-        out.sections.append(self._preanalysis(game, me, held, cmds, [results, idx]))
+        out.sections.append(self._preanalysis(game, me, held, cmds, (results, idx)))
         return True
 
-    def _preanalysis(self, game: Game, me: Player, held: list[str], cmds, fill) -> Section:
+    def _preanalysis(self, game: Game, me: Player, held: list[str], cmds: list[Command] | None,
+                     fill: tuple[list[Result | None], list[int]] | None) -> Section:
         """Run the held orders on a copy of the current board; fills the
         per-line results (when ``fill``) and returns the reply section."""
         sim = Game(game.to_state())
@@ -310,7 +311,7 @@ class RmpmRules(Rules[RmpmMail]):
                 notes = ["no encounter on the current board"]
             text = "; ".join(notes) if notes else "nothing to do"
             lines.append(_wrap(f"  {c.text}: {text}", indent="      "))
-            if fill:
+            if fill and cmds:
                 results, idx = fill
                 results[idx[j]] = Result(cmds[j].line, True, "accepted; now: " + text, cmds[j].text)
         for e in res.events:
@@ -322,7 +323,7 @@ class RmpmRules(Rules[RmpmMail]):
         moved = res.mn_text
         body = [f"How your orders would run on the board as it stands now (week {game.week}):"]
         body += lines
-        body.append(_wrap(f"Your chips would end on {fmt(p.chips[0])} and {fmt(p.chips[1])}: "
+        body.append(_wrap(f"Your chips would end on {fmt(p.fields[0])} and {fmt(p.fields[1])}: "
                           f"MN {moved}, AN {p.an}, PN {p.pn}, capital {p.capital} WCU."))
         if before:
             body.append(_wrap(f"Reminder: players with a higher PN move first this week, and they may "

@@ -32,7 +32,7 @@ def validated(data: dict[str, Any]) -> State:
         raise GameError(f"invalid rmpm game file: {exc}") from None
 
 
-def new_state(board: Board, start_capital: int, bank: int, kiosk: int) -> dict:
+def new_state(board: Board, start_capital: int, bank: int, kiosk: int) -> dict[str, Any]:
     st = {
         "format": FORMAT,
         "week": 1,
@@ -50,7 +50,7 @@ def new_state(board: Board, start_capital: int, bank: int, kiosk: int) -> dict:
     return st
 
 
-def _int(v, what: str, minimum: int | None = None) -> int:
+def _int(v: object, what: str, minimum: int | None = None) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
         raise ValueError(f"{what}: expected a whole number, got {v!r}")
     if minimum is not None and v < minimum:
@@ -58,7 +58,7 @@ def _int(v, what: str, minimum: int | None = None) -> int:
     return v
 
 
-def validate_state(data: dict) -> dict:
+def validate_state(data: dict[str, Any]) -> dict[str, Any]:
     """Check an imported document (see docs/games/rmpm.md) and return a clean
     state; ValueError names the first problem found."""
     if not isinstance(data, dict):
@@ -89,7 +89,7 @@ def validate_state(data: dict) -> dict:
     abbrs: set[str] = set()
     numbers_seen: set[int] = set()
     occupancy: dict[Field, set[str]] = {}
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     next_number = 1
     for handle, p in players.items():
         where = f"players.{handle}"
@@ -115,8 +115,9 @@ def validate_state(data: dict) -> dict:
         if chips is not None:
             if not isinstance(chips, list) or len(chips) != 2:
                 raise ValueError(f"{where}.chips: expected two fields like [\"08-13\", \"13-09\"] or null")
-            cf = [parse_field(c) if isinstance(c, str) else None for c in chips]
-            if None in cf:
+            maybe = [parse_field(c) if isinstance(c, str) else None for c in chips]
+            cf = [c for c in maybe if c is not None]
+            if len(cf) != 2:
                 raise ValueError(f"{where}.chips: {chips!r} are not two fields RR-CC on the board")
             if cf[0] == cf[1] and cf[0] != PARKING:
                 raise ValueError(f"{where}.chips: both chips on {fmt(cf[0])} (only the parking 13-13 allows that)")
@@ -129,8 +130,8 @@ def validate_state(data: dict) -> dict:
         elif start is not None:
             if not isinstance(start, list) or len(start) != 2:
                 raise ValueError(f"{where}.start: expected two edge fields or null")
-            sf = [parse_field(c) if isinstance(c, str) else None for c in start]
-            if None in sf or sf[0] == sf[1] or not all(is_edge(f) for f in sf):
+            sf = [f for f in (parse_field(c) if isinstance(c, str) else None for c in start) if f is not None]
+            if len(sf) != 2 or sf[0] == sf[1] or not all(is_edge(f) for f in sf):
                 raise ValueError(f"{where}.start: expected two different edge fields, got {start!r}")
             start = [fmt(c) for c in sf]
         cards = p.get("cards", {})
@@ -180,7 +181,7 @@ def validate_state(data: dict) -> dict:
     return st
 
 
-def _in_range(v, what: str) -> int:
+def _in_range(v: object, what: str) -> int:
     v = _int(v, what, 1)
     if v > 100:
         raise ValueError(f"{what}: must be in 1..100")
