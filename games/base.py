@@ -141,6 +141,16 @@ def actor_problem(actor: Actor | None, need_password: bool = True) -> str | None
     return None
 
 
+def sender_handle(ctx: Context, need_password: bool = True) -> str:
+    """The handle of the mail's sender; Refused (saying why) when a game cannot act for them."""
+    actor = ctx.actor
+    if actor is None or not actor.handle:
+        raise Refused(NOT_REGISTERED)
+    if need_password and not actor.authenticated:
+        raise Refused(NO_PASSWORD)
+    return actor.handle
+
+
 @dataclass
 class Context:
     now: datetime  # timezone-aware UTC
@@ -247,6 +257,10 @@ class Mail:
     def __post_init__(self) -> None:
         self.results = [None] * len(self.commands)
 
+    def sender(self, need_password: bool = True) -> str:
+        """The sender's handle; Refused when the game cannot act for them."""
+        return sender_handle(self.ctx, need_password)
+
     def begin(self) -> None:
         """Called before each command's handler (e.g. to take a working copy)."""
 
@@ -265,6 +279,18 @@ def refusal(cmd: Command, message: str) -> Result:
 def acceptance(cmd: Command, message: str) -> Result:
     """The result of an accepted command; ``message`` says what happened."""
     return Result(cmd.line, True, "accepted: " + message, cmd.text)
+
+
+def choice(*allowed: str) -> Callable[[str], str]:
+    """An Option parser accepting one of ``allowed`` (any case)."""
+
+    def parse(text: str) -> str:
+        t = str(text).strip().lower()
+        if t not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, not {text!r}")
+        return t
+
+    return parse
 
 
 class Rules(Generic[MailT]):

@@ -148,7 +148,7 @@ class Holdings:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Holdings:
-        items = {k: {} for k in ITEM_KINDS}
+        items: dict[str, dict[int, int]] = {k: {} for k in ITEM_KINDS}
         for kind, held in (data.get("items") or {}).items():
             if kind not in items:
                 raise ValueError(f"unknown currency {kind!r}")

@@ -176,8 +176,8 @@ def _transfer(line: Line, text: str, name: str) -> Command:
     if qty is None:
         return Command(line=line, name=name, error=f"the quantity must be a whole number above 0, not {m.group(1)!r}; {example}")
     cur, error = parse_currency(m.group(2))
-    if error:
-        return Command(line=line, name=name, error=error)
+    if error or cur is None:
+        return Command(line=line, name=name, error=error or example)
     return Command(line=line, name=name, args={"qty": qty, **cur, "to": m.group(3)})
 
 

@@ -22,21 +22,12 @@ from typing import Any, Callable
 
 from games.agora_rpg import engine, parse, view
 from games.agora_rpg.engine import Dice
-from games.agora_rpg.model import Currency, World
+from games.agora_rpg.model import Character, Currency, World
 from games.agora_rpg.state import dump, load, validated
 from games.base import (
-    ALL_PLAYERS, Command, Context, Line, Mail, Notice, Option, Outcome, Refused, Rules, Section, State, actor_problem,
+    ALL_PLAYERS,
+    Command, Context, Line, Mail, Notice, Option, Outcome, Refused, Rules, Section, State, choice,
 )
-
-
-def _choice(*allowed: str):
-    def convert(text: str) -> str:
-        t = str(text).strip().lower()
-        if t not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}, not {text!r}")
-        return t
-
-    return convert
 
 
 def _budget(text: Any) -> int | None:
@@ -56,14 +47,14 @@ OPTIONS = (
         "house",
         "house: ATTACK and FLEE are rolled by the server (the house rule); "
         "gm: the Game Master decides every fight with GM FIGHT",
-        _choice("house", "gm"),
+        choice("house", "gm"),
     ),
     Option(
         "token_cap",
         "factor",
         "weekly tokens: a holder of more than twice the factor (level + 4) drops to "
         "the factor (rule 40 as written), or 'double': to twice the factor",
-        _choice("factor", "double"),
+        choice("factor", "double"),
     ),
     Option(
         "points_budget",
@@ -150,17 +141,8 @@ class AgoraRules(Rules[AgoraMail]):
                 mail.outcome.sections.append(Section(title="Your character now", text=me.sheet(points)))
 
     # -- who may act --------------------------------------------------------------
-    @staticmethod
-    def _handle(mail: AgoraMail) -> str:
-        """The sender's handle; Refused when the game cannot act for them."""
-        actor = mail.ctx.actor
-        problem = actor_problem(actor)
-        if problem or actor is None or actor.handle is None:
-            raise Refused(problem or "no sender")
-        return actor.handle
-
-    def _character(self, mail: AgoraMail) -> engine.Character:
-        handle = self._handle(mail)
+    def _character(self, mail: AgoraMail) -> Character:
+        handle = mail.sender()
         c = mail.world.character(handle)
         if c is None:
             raise Refused(f"{handle} is not a party to this game: send JOIN first")
@@ -176,7 +158,7 @@ class AgoraRules(Rules[AgoraMail]):
 
     # -- player commands ----------------------------------------------------------
     def handle_join(self, mail: AgoraMail, cmd: Command) -> str:
-        handle = self._handle(mail)
+        handle = mail.sender()
         message = engine.join(mail.world, handle, mail.ctx.now)
         mail.joined.append(handle)
         return message

@@ -57,7 +57,7 @@ class Board:
     seed: int
     position: Position
     moves: list[str] = field(default_factory=list)
-    start: dict | None = None
+    start: dict[str, Any] | None = None
     status: str = "active"
     winner: str | None = None  # a handle
     reason: str = ""
@@ -78,6 +78,13 @@ class Board:
         if same_handle(handle, self.dark):
             return DARK
         return None
+
+    def side(self, handle: str) -> str:
+        """The side of one of this board's two players."""
+        side = self.side_of(handle)
+        if side is None:
+            raise ValueError(f"{handle} does not play on board {self.number}")
+        return side
 
     def title(self) -> str:
         return f"board {self.number}: {self.light} (Light) vs {self.dark} (Dark)"

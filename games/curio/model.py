@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 LIGHT, DARK = "light", "dark"
 SIDES = (LIGHT, DARK)
@@ -132,7 +132,7 @@ class Setup:
             raise SetupError(f"-draw_moves must be 0 (never) or more, not {self.draw_moves}")
         return self
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "base": self.base, "rows": self.rows, "cols": self.cols,
             "num_pieces": self.pieces_per_side, "turn": self.turn, "limit": self.limit,
@@ -140,7 +140,7 @@ class Setup:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Setup":
+    def from_dict(cls, d: dict[str, Any]) -> "Setup":
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(**known)
 
@@ -216,11 +216,11 @@ class Piece:
     def turned(self) -> "Piece":
         return Piece(self.side, self.other, self.own, True)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"side": self.side, "own": self.own, "other": self.other, "revealed": self.revealed}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Piece":
+    def from_json(cls, d: dict[str, Any]) -> "Piece":
         return cls(d["side"], int(d["own"]), int(d["other"]), bool(d.get("revealed", False)))
 
 
@@ -426,19 +426,19 @@ class Position:
         return None
 
     # -- JSON
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "to_move": self.to_move, "ply": self.ply, "quiet": self.quiet,
             "pieces": {sq.name: p.to_json() for sq, p in sorted(self.pieces.items())},
         }
 
     @classmethod
-    def from_json(cls, setup: Setup, d: dict) -> "Position":
+    def from_json(cls, setup: Setup, d: dict[str, Any]) -> "Position":
         pieces = {Square.parse(k): Piece.from_json(v) for k, v in d["pieces"].items()}
         return cls(setup, pieces, d.get("to_move", LIGHT), int(d.get("ply", 0)), int(d.get("quiet", 0)))
 
 
-def replay(setup: Setup, seed: int, moves: list[str], start: dict | None = None) -> list[Position]:
+def replay(setup: Setup, seed: int, moves: list[str], start: dict[str, Any] | None = None) -> list[Position]:
     """Every position of a game, from its start (the stored ``seed``'s layout,
     or an explicit ``start`` position) through each move in ``moves``.  Pure:
     the same arguments always give the same positions.  IllegalMove if a move

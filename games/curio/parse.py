@@ -17,6 +17,7 @@ never echoed: ``Command.text`` has it replaced by ``****``.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from games.base import Command, Line
 from games.curio.model import CAPTURE_RULES
@@ -186,7 +187,7 @@ def _draw(line: Line, tl: _Line, words: list[str], masked: str) -> Command:
                    credentials=(args[1], args[2]), text=masked)
 
 
-def _challenge(line: Line, tl: _Line, args: list[str], bad) -> Command:
+def _challenge(line: Line, tl: _Line, args: list[str], bad: Callable[[str], Command]) -> Command:
     options: dict[str, object] = {}
     users: list[str] = []
     i = 0

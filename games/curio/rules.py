@@ -9,6 +9,7 @@ from typing import Any
 
 from games.base import (
     NOT_REGISTERED,
+    choice,
     Mail,
     Refused,
     Command, Context, GameError, Line, Notice, Option, Outcome, Rules, Section, State,
@@ -33,15 +34,6 @@ def _bool(text: str) -> bool:
     if t in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"expected yes or no, not {text!r}")
-
-
-def _choice(values):
-    def parse(text: str) -> str:
-        t = str(text).strip().lower()
-        if t not in values:
-            raise ValueError(f"expected one of {', '.join(values)}, not {text!r}")
-        return t
-    return parse
 
 
 @dataclass
@@ -86,8 +78,8 @@ class CurioRules(Rules[CurioMail]):
         Option("turn", True, "pieces turn round after a capture (-turn / -no_turn)", _bool),
         Option("limit", True, "pieces move at most their face value (-limit / -no_limit)", _bool),
         Option("face", "large", "which face points at the owner: large, small or random",
-               _choice(FACES)),
-        Option("capture", "le", "capture rule: " + ", ".join(CAPTURE_RULES), _choice(CAPTURE_RULES)),
+               choice(*FACES)),
+        Option("capture", "le", "capture rule: " + ", ".join(CAPTURE_RULES), choice(*CAPTURE_RULES)),
         Option("draw_moves", 50, "moves in a row without a capture that draw (0: never)", int),
     )
 
@@ -167,7 +159,7 @@ class CurioRules(Rules[CurioMail]):
     @staticmethod
     def _end_headline(board: Board) -> str:
         if board.winner:
-            return (f"Game over: {board.winner} ({SIDE_NAME[board.side_of(board.winner)]}) won, "
+            return (f"Game over: {board.winner} ({SIDE_NAME[board.side(board.winner)]}) won, "
                     f"{board.reason}.")
         return f"Game over: a draw, {board.reason}."
 

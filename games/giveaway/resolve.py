@@ -99,8 +99,8 @@ def resolve_round(
             if j is None:
                 j = by_key[key(gift.to)]
             mine[j] = mine.get(j, 0) + gift.amount
-    for gifts in out:
-        for j, n in gifts.items():
+    for received in out:
+        for j, n in received.items():
             rows[j].got += n
     # No order: the holding is forfeited, or split evenly among the others.
     others = len(active) - 1

@@ -18,6 +18,8 @@ from games.base import (
     NOT_REGISTERED,
     Mail,
     Refused,
+    acceptance,
+    refusal,
     actor_problem,
     Command,
     Context,
@@ -69,13 +71,6 @@ def parse_round_limit(text: str) -> int:
 @dataclass
 class GiveawayMail(Mail):
     game: Game
-    problem: str | None  # why the sender cannot act here (None: they can)
-
-    def sender(self) -> str:
-        """The sender's handle; Refused when the game cannot act for them."""
-        if self.problem is not None or self.ctx.actor is None or self.ctx.actor.handle is None:
-            raise Refused(self.problem or NOT_REGISTERED)
-        return self.ctx.actor.handle
 
 
 class GiveawayRules(Rules[GiveawayMail]):
@@ -124,7 +119,7 @@ class GiveawayRules(Rules[GiveawayMail]):
         return parse.parse_line(line)
 
     def open_mail(self, state: State, commands: list[Command], ctx: Context) -> GiveawayMail:
-        return GiveawayMail(ctx, commands, Outcome(state={}), game=load(state), problem=actor_problem(ctx.actor))
+        return GiveawayMail(ctx, commands, Outcome(state={}), game=load(state))
 
     def close_mail(self, mail: GiveawayMail) -> None:
         gives = [i for i, cmd in enumerate(mail.commands) if cmd.name == "give"]
@@ -217,7 +212,8 @@ class GiveawayRules(Rules[GiveawayMail]):
 
     def _give(self, mail: GiveawayMail, where: list[int]) -> Game:
         """A mail's GIVE lines are one order set: all taken, or all refused."""
-        game, actor, problem, out, results = mail.game, mail.ctx.actor, mail.problem, mail.outcome, mail.results
+        game, actor, out, results = mail.game, mail.ctx.actor, mail.outcome, mail.results
+        problem = actor_problem(actor)
         cmds = [mail.commands[i] for i in where]
         messages: list[str | None] = [None] * len(cmds)
         me = game.find(actor.handle) if actor is not None and actor.handle else None
@@ -240,7 +236,7 @@ class GiveawayRules(Rules[GiveawayMail]):
             for j in range(len(cmds)):
                 if messages[j] is None:
                     messages[j] = "not taken: a mail's GIVE lines are one order and another line of it was refused"
-        elif total != me.holding:
+        elif me is not None and total != me.holding:
             short = "short of" if total < me.holding else "more than"
             reason = (
                 f"your GIVE lines add up to {pts(total)}, {short} your holding of {me.holding}: "
@@ -250,23 +246,24 @@ class GiveawayRules(Rules[GiveawayMail]):
             refused = True
         if refused:
             for j, cmd in enumerate(cmds):
-                results[where[j]] = Result(cmd.line, False, messages[j], cmd.text)
+                results[where[j]] = refusal(cmd, messages[j] or "")
             if me is not None and me.active and not game.over:
                 if game.order_of(me.handle):
                     out.orders[me.handle] = game.order_lines(me.handle)
                 out.sections.append(_order_section(game, me.handle, refused=True))
             return game
+        assert me is not None  # else every line was refused
         merged: dict[str, Gift] = {}
         for cmd in cmds:
-            target = game.find(cmd.args["to"])
+            target = game.player(cmd.args["to"])
             g = merged.get(target.key)
             merged[target.key] = Gift(cmd.args["amount"] + (g.amount if g else 0), target.handle)
         orders = dict(game.orders)
         orders[me.key] = list(merged.values())
         game = replace(game, orders=orders)
         for j, cmd in enumerate(cmds):
-            target = game.find(cmd.args["to"])
-            results[where[j]] = Result(cmd.line, True, f"accepted: {pts(cmd.args['amount'])} to {target.handle}", cmd.text)
+            target = game.player(cmd.args["to"])
+            results[where[j]] = acceptance(cmd, f"{pts(cmd.args['amount'])} to {target.handle}")
         out.orders[me.handle] = game.order_lines(me.handle)
         out.sections.append(_order_section(game, me.handle, refused=False))
         return game

@@ -257,7 +257,7 @@ class Game:
     plays: list[str]  # encoded plays, oldest first (see Play.encode)
     last: str | None  # handle of the most recent play
     last_scoring: int  # number of the most recent play that scored, 0: none yet
-    finishers: list[list]  # [handle, points of the tenth play], in the order they finished
+    finishers: list[list[Any]]  # [handle, points of the tenth play], in the order they finished
     finished: bool
     bonuses: list[dict[str, Any]]
     _touched: dict[str, Player] = field(default_factory=dict)
@@ -327,7 +327,7 @@ class Game:
         low = name.lower()
         for handle in [*players, *self._touched]:
             if handle.lower() == low:
-                return handle
+                return str(handle)
         return None
 
     def player(self, handle: str) -> Player:

@@ -24,7 +24,7 @@ from games.base import (
     Rules,
     Section,
     State,
-    actor_problem,
+    sender_handle,
 )
 
 from .model import (
@@ -123,21 +123,8 @@ class SequenceRules(Rules[SequenceMail]):
         mail.outcome.state = mail.game.dump()
 
     # -- checks -----------------------------------------------------------------
-    @staticmethod
-    def _registered(ctx: Context) -> str:
-        problem = actor_problem(ctx.actor, need_password=False)
-        if problem:
-            raise Refused(problem)
-        return ctx.actor.handle
-
-    def _authenticated(self, ctx: Context) -> str:
-        problem = actor_problem(ctx.actor)
-        if problem:
-            raise Refused(problem)
-        return ctx.actor.handle
-
     def _member(self, game: Game, ctx: Context, need_password: bool = True) -> str:
-        handle = self._authenticated(ctx) if need_password else self._registered(ctx)
+        handle = sender_handle(ctx, need_password)
         found = game.find(handle)
         if found is None:
             raise Refused("you are not a player of this game: send JOIN first")
@@ -157,14 +144,14 @@ class SequenceRules(Rules[SequenceMail]):
     # -- commands -----------------------------------------------------------------
     def handle_join(self, mail: SequenceMail, cmd: Command) -> str:
         game, ctx, out = mail.game, mail.ctx, mail.outcome
-        handle = self._authenticated(ctx)
+        handle = sender_handle(ctx)
         self._open(game, ctx)
         if game.find(handle) is not None:
             raise Refused("you have joined this game already")
         limit = int(game.options.get("max_players") or 0)
         if limit and game.player_count() >= limit:
             raise Refused(f"the game is full: it takes at most {limit} players")
-        player = game.add_player(handle, ctx.actor.email, ctx.now)
+        player = game.add_player(handle, ctx.actor.email if ctx.actor else "", ctx.now)
         out.joined.append(handle)
         out.sections.append(view.status_section(game, handle, "Your pieces"))
         return f"you are player {player.joined}; your pieces are below"
