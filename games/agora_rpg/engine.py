@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from games.base import Refused
 from games.agora_rpg.model import (
     FIXED_PLACES,
     GOLD,
@@ -34,6 +33,7 @@ from games.agora_rpg.model import (
     dungeon_level,
     iso,
 )
+from games.base import Refused
 
 
 @dataclass
@@ -536,8 +536,8 @@ def _int_value(value: str, lowest: int, what: str) -> int:
 
 
 __all__ = [
-    "Dice",
     "ENCOUNTERS",
+    "Dice",
     "Refused",
     "attack",
     "award",

@@ -17,8 +17,9 @@ syntax in :mod:`.parse`; see docs/games/agora_rpg.md.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from games.agora_rpg import engine, parse, view
 from games.agora_rpg.engine import Dice
@@ -26,7 +27,18 @@ from games.agora_rpg.model import Character, Currency, World
 from games.agora_rpg.state import dump, load, validated
 from games.base import (
     ALL_PLAYERS,
-    Command, Context, Line, Mail, Notice, Option, Outcome, Refused, Rules, Section, State, choice,
+    Command,
+    Context,
+    Line,
+    Mail,
+    Notice,
+    Option,
+    Outcome,
+    Refused,
+    Rules,
+    Section,
+    State,
+    choice,
 )
 
 

@@ -38,7 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from games.curio.model import (
-    DARK, LIGHT, Position, Setup, replay,
+    DARK,
+    LIGHT,
+    Position,
+    Setup,
+    replay,
 )
 
 FIRST_BOARD = 101
@@ -112,7 +116,7 @@ class Board:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Board":
+    def from_json(cls, d: dict[str, Any]) -> Board:
         setup = Setup.from_dict(d["setup"])
         return cls(
             number=int(d["number"]), light=d["light"], dark=d["dark"], setup=setup,
@@ -152,7 +156,7 @@ class CurioState:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "CurioState":
+    def from_json(cls, d: dict[str, Any]) -> CurioState:
         boards = {int(k): Board.from_json(v) for k, v in d.get("boards", {}).items()}
         nxt = int(d.get("next_board", FIRST_BOARD))
         return cls(Setup.from_dict(d.get("defaults", {})), max([nxt, *(n + 1 for n in boards)]), boards)
@@ -162,4 +166,4 @@ class CurioState:
         return sorted(names, key=str.casefold)
 
 
-__all__ = ["Board", "CurioState", "FIRST_BOARD", "same_handle"]
+__all__ = ["FIRST_BOARD", "Board", "CurioState", "same_handle"]

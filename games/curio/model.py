@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 LIGHT, DARK = "light", "dark"
 SIDES = (LIGHT, DARK)
@@ -101,7 +102,7 @@ class Setup:
     def rule(self) -> CaptureRule:
         return CAPTURE_RULES[self.capture]
 
-    def validate(self) -> "Setup":
+    def validate(self) -> Setup:
         if not 1 <= self.base <= 9:
             raise SetupError(f"-base must be 1 to 9, not {self.base}")
         if not 4 <= self.rows <= 26:
@@ -140,7 +141,7 @@ class Setup:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Setup":
+    def from_dict(cls, d: dict[str, Any]) -> Setup:
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(**known)
 
@@ -172,7 +173,7 @@ class Square:
     rank: int  # 0 = rank 1, Light's home row
 
     @classmethod
-    def parse(cls, text: str) -> "Square":
+    def parse(cls, text: str) -> Square:
         m = _SQUARE.match(text.strip().lower())
         if not m:
             raise ValueError(f"{text!r} is not a square like d2")
@@ -213,14 +214,14 @@ class Piece:
         far = self.other if viewer == self.side else self.own
         return (near, far) if self.revealed else (near,)
 
-    def turned(self) -> "Piece":
+    def turned(self) -> Piece:
         return Piece(self.side, self.other, self.own, True)
 
     def to_json(self) -> dict[str, Any]:
         return {"side": self.side, "own": self.own, "other": self.other, "revealed": self.revealed}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Piece":
+    def from_json(cls, d: dict[str, Any]) -> Piece:
         return cls(d["side"], int(d["own"]), int(d["other"]), bool(d.get("revealed", False)))
 
 
@@ -230,10 +231,10 @@ class Move:
     to: Square
     capture: bool = False
 
-    _RE = re.compile(r"^([a-z][0-9]{1,2})\s*[-x:]?\s*([a-z][0-9]{1,2})$", re.I)
+    _RE = re.compile(r"^([a-z][0-9]{1,2})\s*[-x:]?\s*([a-z][0-9]{1,2})$", re.IGNORECASE)
 
     @classmethod
-    def parse(cls, text: str) -> "Move":
+    def parse(cls, text: str) -> Move:
         m = cls._RE.match(text.strip())
         if not m:
             raise ValueError(f"{text!r} is not a move like d2-b4")
@@ -286,7 +287,7 @@ class Position:
     quiet: int = 0  # moves since the last capture
 
     @classmethod
-    def initial(cls, setup: Setup, seed: int) -> "Position":
+    def initial(cls, setup: Setup, seed: int) -> Position:
         return cls(setup, layout(setup, seed))
 
     # -- geometry
@@ -387,7 +388,7 @@ class Position:
                     break
         return moves
 
-    def play(self, move: Move) -> "Position":
+    def play(self, move: Move) -> Position:
         """The position after ``move`` by the side to move (checked first)."""
         move = self.check(self.to_move, move)
         pieces = dict(self.pieces)
@@ -433,7 +434,7 @@ class Position:
         }
 
     @classmethod
-    def from_json(cls, setup: Setup, d: dict[str, Any]) -> "Position":
+    def from_json(cls, setup: Setup, d: dict[str, Any]) -> Position:
         pieces = {Square.parse(k): Piece.from_json(v) for k, v in d["pieces"].items()}
         return cls(setup, pieces, d.get("to_move", LIGHT), int(d.get("ply", 0)), int(d.get("quiet", 0)))
 

@@ -17,7 +17,7 @@ never echoed: ``Command.text`` has it replaced by ``****``.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from games.base import Command, Line
 from games.curio.model import CAPTURE_RULES
@@ -51,7 +51,7 @@ CREDENTIALS = ("move", "resign", "draw", "showas")
 VALUED = ("base", "rows", "cols", "num_pieces", "draw_moves")
 OPTION_LIST = "-" + ", -".join([f"{v}=N" for v in VALUED] + list(FLAGS))
 
-_MOVE = re.compile(r"^([a-z][0-9]{1,2})[-x:]?([a-z][0-9]{1,2})(?:#([0-9]+))?$", re.I)
+_MOVE = re.compile(r"^([a-z][0-9]{1,2})[-x:]?([a-z][0-9]{1,2})(?:#([0-9]+))?$", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
 
 

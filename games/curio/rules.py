@@ -9,19 +9,37 @@ from typing import Any
 
 from games.base import (
     NOT_REGISTERED,
-    choice,
+    Command,
+    Context,
+    GameError,
+    Line,
     Mail,
+    Notice,
+    Option,
+    Outcome,
     Refused,
-    Command, Context, GameError, Line, Notice, Option, Outcome, Rules, Section, State,
+    Rules,
+    Section,
+    State,
+    choice,
 )
-from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
 from games.curio import parse
+from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
+from games.curio.model import (
+    CAPTURE_RULES,
+    DARK,
+    FACES,
+    LIGHT,
+    SIDE_NAME,
+    IllegalMove,
+    Move,
+    Position,
+    Setup,
+    SetupError,
+    opponent,
+)
 from games.curio.parse import USAGE
 from games.curio.state import dump, load, validated
-from games.curio.model import (
-    CAPTURE_RULES, DARK, FACES, LIGHT, SIDE_NAME, IllegalMove, Move, Position, Setup,
-    SetupError, opponent,
-)
 from games.curio.view import board_data, board_text
 
 REGISTER_FIRST = NOT_REGISTERED

@@ -121,7 +121,7 @@ class Game:
 
     # -- JSON -------------------------------------------------------------
     @classmethod
-    def from_state(cls, state: dict[str, Any], check: bool = False) -> "Game":
+    def from_state(cls, state: dict[str, Any], check: bool = False) -> Game:
         """The game in ``state``.  ``check`` (imports): fill in the optional
         fields a hand-written file may leave out, spell order keys and
         recipients as registered, and validate everything."""

@@ -33,8 +33,8 @@ most 2**L - 1 cycles, whatever the number of members.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 #: a circle with more loops than this (gifts answered by a gift back left out)
 #: is a tangle: no ring of three or more players forms in it.
@@ -208,15 +208,13 @@ def strongly_connected(succ: dict[int, list[int]]) -> list[list[int]]:
                     break
                 if w in on_stack:
                     iw = index[w]
-                    if iw < low[v]:
-                        low[v] = iw
+                    low[v] = min(low[v], iw)
             else:
                 work.pop()
                 lv = low[v]
                 if work:
                     u = work[-1][0]
-                    if lv < low[u]:
-                        low[u] = lv
+                    low[u] = min(low[u], lv)
                 if lv == index[v]:
                     w = pop()
                     on_stack.discard(w)

@@ -15,24 +15,23 @@ from typing import Any
 
 from games.base import (
     ALL_PLAYERS,
-    NOT_REGISTERED,
-    Mail,
-    Refused,
-    acceptance,
-    refusal,
-    actor_problem,
     Command,
     Context,
     GameError,
     Line,
+    Mail,
     Notice,
     Option,
     Outcome,
-    Result,
+    Refused,
     Rules,
     Section,
     State,
+    acceptance,
+    actor_problem,
+    refusal,
 )
+from games.giveaway import parse
 from games.giveaway.model import (
     JOINING,
     MIN_PLAYERS,
@@ -44,11 +43,9 @@ from games.giveaway.model import (
     Player,
     key,
 )
-from games.giveaway import parse
+from games.giveaway.resolve import advance, resolve_round
 from games.giveaway.state import dump, load, validated
 from games.giveaway.view import order_data, pts, report_data
-from games.giveaway.resolve import advance, resolve_round
-
 
 
 def parse_no_order(text: str) -> str:
@@ -150,7 +147,7 @@ class GiveawayRules(Rules[GiveawayMail]):
 
     def handle_give(self, mail: GiveawayMail, cmd: Command) -> None:
         """A mail's GIVE lines are one order: ``close_mail`` takes or refuses them together."""
-        return None
+        return
 
     def handle_leave(self, mail: GiveawayMail, cmd: Command) -> str:
         game, handle, out, ctx = mail.game, mail.sender(), mail.outcome, mail.ctx

@@ -10,9 +10,8 @@ field and the field below).
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 SIZE = 25
 PARKING = (13, 13)
@@ -126,7 +125,7 @@ class Board:
         self.fences = fences
 
     @classmethod
-    def default(cls) -> "Board":
+    def default(cls) -> Board:
         numbers = [[default_number(r, c) for c in range(1, SIZE + 1)] for r in range(1, SIZE + 1)]
         fences = {(r, 13, "r") for r in range(1, SIZE + 1)}
         return cls(numbers, fences)
@@ -139,7 +138,7 @@ class Board:
         }
 
     @classmethod
-    def from_state(cls, numbers: list[Any], fences: list[Any]) -> "Board":
+    def from_state(cls, numbers: list[Any], fences: list[Any]) -> Board:
         """Build from the state form; raises ValueError naming the problem."""
         if not isinstance(numbers, list) or len(numbers) != SIZE:
             raise ValueError(f"numbers: expected {SIZE} rows")

@@ -7,7 +7,8 @@ rulings of docs/games/rmpm.md settle the gaps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dfield
+from dataclasses import dataclass
+from dataclasses import field as dfield
 
 from games.base import Command, Line
 from games.rmpm.board import DIR_NAMES, DIRS, PARKING, Field, direction, field_of, fmt, on_board_, step
@@ -354,7 +355,7 @@ def action(game: Game, a: Player, v: Player, an: int) -> str:
             if o is a:
                 continue
             c = o.capital
-            x = 50 if c >= 50 else c
+            x = min(50, c)
             o.capital = c - x
             total += x
             n += 1

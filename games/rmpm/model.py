@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dfield
+from dataclasses import dataclass
+from dataclasses import field as dfield
 from typing import Any
 
 from games.rmpm.board import PARKING, SIZE, Board, Field, field_of, fmt
@@ -202,4 +203,4 @@ class Game:
         return [p for p in act if p.capital == best]
 
 
-__all__ = ["Game", "Player", "wrap", "CARDS", "CARD_CODES", "CARD_TEXT", "SIZE"]
+__all__ = ["CARDS", "CARD_CODES", "CARD_TEXT", "SIZE", "Game", "Player", "wrap"]

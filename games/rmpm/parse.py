@@ -11,10 +11,10 @@ from games.rmpm.model import CARDS
 F = r"(\d{1,2}-\d{1,2})"
 SIDE = r"(u|r|d|l|up|right|down|left)"
 _MOVE = re.compile(rf"^{F}\s*-+>\s*{F}$")
-_FENCE = re.compile(rf"^F\s+{F}\s+\[?{SIDE}\]?\s*-+>\s*\[?{SIDE}\]?$", re.I)
-_EXCH = re.compile(rf"^E\s+{F}\s*<-+>\s*{F}$", re.I)
-_BUY = re.compile(rf"^BUY(?:\s+{F})?$", re.I)
-_JOIN = re.compile(rf"^JOIN\s+(\S+)\s+{F}\s+{F}(?:\s+(.*))?$", re.I)
+_FENCE = re.compile(rf"^F\s+{F}\s+\[?{SIDE}\]?\s*-+>\s*\[?{SIDE}\]?$", re.IGNORECASE)
+_EXCH = re.compile(rf"^E\s+{F}\s*<-+>\s*{F}$", re.IGNORECASE)
+_BUY = re.compile(rf"^BUY(?:\s+{F})?$", re.IGNORECASE)
+_JOIN = re.compile(rf"^JOIN\s+(\S+)\s+{F}\s+{F}(?:\s+(.*))?$", re.IGNORECASE)
 
 ORDER_NAMES = ("move", "fence", "exchange", "buy", "use_mt", "leave", "cancel")
 

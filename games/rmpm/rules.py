@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
-from dataclasses import dataclass
-
 from games.base import (
-    ALL_PLAYERS, NO_PASSWORD, NOT_REGISTERED, Command, Context, GameError, Line, Mail, Notice, Option, Outcome, Refused,
-    Result, Rules, Section, State,
+    ALL_PLAYERS,
+    NO_PASSWORD,
+    NOT_REGISTERED,
+    Command,
+    Context,
+    GameError,
+    Line,
+    Mail,
+    Notice,
+    Option,
+    Outcome,
+    Refused,
+    Result,
+    Rules,
+    Section,
+    State,
 )
+from games.rmpm import parse
 from games.rmpm.board import Board, field_of, fmt, parse_board_file
 from games.rmpm.engine import FIELD_PRICE, parse_held, placement_refusal, run_slot, validate_orders, weekly_update
-from games.rmpm import parse
 from games.rmpm.model import Game, Player
 from games.rmpm.parse import ORDER_NAMES
 from games.rmpm.state import dump, load, new_state, validated
@@ -122,7 +135,7 @@ class RmpmRules(Rules[RmpmMail]):
 
     def _order(self, mail: RmpmMail, cmd: Command) -> None:
         """An order line: ``close_mail`` takes the mail's orders together."""
-        return None
+        return
 
     handle_move = handle_fence = handle_exchange = handle_buy = handle_use_mt = handle_leave = handle_cancel = _order
 

@@ -16,9 +16,10 @@ so that one play costs the same whether it is the 1st or the 2,500th:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Iterator
+from typing import Any
 
 #: Every player has ten pieces, numbered 1 to 10.
 PIECES_PER_PLAYER = 10
@@ -132,7 +133,7 @@ class Play:
         )
 
     @classmethod
-    def decode(cls, number: int, text: str) -> "Play":
+    def decode(cls, number: int, text: str) -> Play:
         handle, piece, value, multiplier, total, points = text.split()
         return cls(number, handle, int(piece), int(value), int(multiplier), int(total), int(points))
 
@@ -223,7 +224,7 @@ class Player:
         }
 
     @classmethod
-    def from_json(cls, handle: str, data: dict[str, Any]) -> "Player":
+    def from_json(cls, handle: str, data: dict[str, Any]) -> Player:
         return cls(
             handle=handle,
             email=data["email"],
@@ -281,7 +282,7 @@ class Game:
         }
 
     @classmethod
-    def load(cls, state: dict[str, Any]) -> "Game":
+    def load(cls, state: dict[str, Any]) -> Game:
         return cls(
             raw=state,
             options=state["options"],

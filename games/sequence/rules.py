@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from games.base import (
@@ -27,6 +27,7 @@ from games.base import (
     sender_handle,
 )
 
+from . import parse, view
 from .model import (
     FINISHER_BONUS,
     LAST_SCORER_BONUS,
@@ -38,7 +39,6 @@ from .model import (
     play_note,
     points_for,
 )
-from . import parse, view
 from .state import validated
 
 
@@ -54,8 +54,8 @@ def _parse_closes(text: str) -> str | None:
         return None
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat()
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
 
 
 def _parse_count(text: str) -> int:

@@ -11,8 +11,9 @@ and add it to ``SCENARIOS`` (docs/architecture-games.md).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from games import KINDS, get_rules
 from games.base import Rules

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import copy
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, TemplateNotFound
 
 from games.base import Actor, Command, Context, Line, Outcome, Rules, Section, State
 
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 def password(handle: str) -> str:

@@ -4,7 +4,7 @@ RULES.parse / RULES.apply with scripted dice."""
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import jinja2
@@ -13,7 +13,7 @@ import pytest
 from games.agora_rpg import RULES
 from games.base import Actor, Context, Line, Outcome
 
-MONDAY = datetime(2026, 11, 16, 9, 0, tzinfo=timezone.utc)
+MONDAY = datetime(2026, 11, 16, 9, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[3]
 
 

@@ -3,10 +3,10 @@ whatever whitespace settings the server's Jinja environment uses."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jinja2
 import pytest
-
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 

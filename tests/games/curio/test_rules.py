@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import copy
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from games.base import Actor, Context, GameError, Line, Outcome
 from games.curio import RULES
 from games.curio.boards import CurioState
-from games.curio.state import check as check_state
 from games.curio.model import DARK, LIGHT, Move, Square
+from games.curio.state import check as check_state
 from games.curio.view import parse_ascii_board
 from tests.games.curio.oracle import expected_token
 
 PASSWORDS = {"alice": "alice-pw-1", "bob": "bob-pw-2", "carol": "carol-pw-3", "gm": "gm-pw-4"}
-NOW = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
 
 
@@ -556,8 +556,8 @@ def test_the_templates_draw_the_same_board_in_text_and_html():
         assert all(len(line) <= 78 for line in text.splitlines() if line not in board_lines)
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 WORDS = ["curio", "move", "resign", "draw", "show", "showas", "subscribe", "challenge", "boards",
          "101", "102", "alice", "bob", "carol", PASSWORDS["alice"], PASSWORDS["bob"], "a2-a3",

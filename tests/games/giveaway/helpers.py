@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from games.base import Actor, Context, Line, Outcome
 from games.giveaway import RULES
 
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 def ctx(handle: str | None = None, authenticated: bool = True, game: str = "gv", mail: bool = True) -> Context:

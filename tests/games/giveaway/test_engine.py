@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from games.base import ALL_PLAYERS, NO_PASSWORD, GameError, Line
 from games.giveaway import RULES
@@ -477,15 +480,15 @@ def test_a_hand_written_position_can_be_imported_and_played():
 
 
 def test_a_player_on_vacation_keeps_the_holding_instead_of_forfeiting():
-    from dataclasses import replace as _replace
     import random
-    from datetime import datetime, timezone
+    from dataclasses import replace as _replace
+    from datetime import datetime
 
     from games.base import Actor, Context, Line
     from games.giveaway import RULES as R
 
     def c(handle):
-        return Context(now=datetime(2026, 11, 21, tzinfo=timezone.utc), rng=random.Random(1),
+        return Context(now=datetime(2026, 11, 21, tzinfo=UTC), rng=random.Random(1),
                        actor=Actor(handle=handle, email=f"{handle}@x", authenticated=True), game_name="g")
 
     state = R.new_game({o.name: o.default for o in R.options}, c(None))

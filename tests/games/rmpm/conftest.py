@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import jinja2
 import pytest
@@ -26,7 +26,7 @@ class Table:
         actor = None
         if handle is not None or gm:
             actor = Actor(handle, f"{handle or 'gm'}@example.org", authenticated, gm)
-        return Context(now=datetime(2026, 1, 3, 3, 0, tzinfo=timezone.utc), rng=random.Random(1),
+        return Context(now=datetime(2026, 1, 3, 3, 0, tzinfo=UTC), rng=random.Random(1),
                        actor=actor, game_name="world")
 
     def position(self, players: dict, **kw) -> dict:

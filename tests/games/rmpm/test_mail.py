@@ -3,8 +3,11 @@ operations, import/export, board files, views, parsing."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
-from hypothesis import given, settings, strategies as st_
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 
 from games.base import ALL_PLAYERS, Actor, GameError, Line
 from games.rmpm import RULES
@@ -343,11 +346,12 @@ APPLY_STATE = RULES.import_state({"players": {
     "LEAVE", "CANCEL", "JOIN xx 01-01 25-25 x", "05-6 -> 04-6", "hello", "GM KIOSK 5", "05-06 -> 05-07",
 ]), max_size=6), st_.sampled_from(["a", "b", "c"]))
 def test_apply_one_result_per_line_and_week_runs(texts, who):
-    from datetime import datetime, timezone
     import copy
     import random
+    from datetime import datetime
+
     from games.base import Context
-    ctx = Context(now=datetime(2026, 1, 3, tzinfo=timezone.utc), rng=random.Random(1),
+    ctx = Context(now=datetime(2026, 1, 3, tzinfo=UTC), rng=random.Random(1),
                   actor=Actor(who, f"{who}@example.org", True))
     before = copy.deepcopy(APPLY_STATE)
     out = RULES.apply(copy.deepcopy(APPLY_STATE), RULES.parse([Line(i + 1, x) for i, x in enumerate(texts)]), ctx)

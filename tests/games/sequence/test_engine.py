@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from games.base import ALL_PLAYERS, Actor, Context, GameError, Line, Outcome
 from games.sequence import RULES
 from games.sequence.model import pieces_from_email, points_for
 
-NOW = datetime(2007, 12, 7, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2007, 12, 7, 12, 0, tzinfo=UTC)
 TEMPLATES = str(Path(__file__).resolve().parents[3] / "templates" / "sequence")
 SEVENS = "7,1 " * 10  # ten pieces of value 7, multiplier 1
 
@@ -300,7 +300,7 @@ def test_late_plays_are_refused():
 def test_closes_option_refuses_plays_arriving_after_the_deadline():
     t = table_with("ann", pieces=SEVENS, closes="2007-12-08T05:00:00-05:00")
     assert t.state["options"]["closes"] == "2007-12-08T10:00:00+00:00"
-    deadline = datetime(2007, 12, 8, 10, 0, tzinfo=timezone.utc)
+    deadline = datetime(2007, 12, 8, 10, 0, tzinfo=UTC)
     assert t.play("ann", "Piece 1: 7, 1", now=deadline - timedelta(seconds=1)).ok
     r = t.play("ann", "Piece 2: 7, 1", now=deadline)
     assert r.message == (
@@ -462,7 +462,7 @@ def test_each_play_is_announced_to_players_who_chose_each():
 def test_digest_at_most_every_hour_and_only_when_something_happened():
     t = table_with("ann", "bob", "cid", pieces=SEVENS)  # all joined at NOW: digest by default
     t.send("cid", "MAIL NONE")
-    tick = lambda minutes: RULES.tick(t.state, t.ctx(None, NOW + timedelta(minutes=minutes)))  # noqa: E731
+    tick = lambda minutes: RULES.tick(t.state, t.ctx(None, NOW + timedelta(minutes=minutes)))
     assert tick(70) is None  # nothing happened yet
     t.play("ann", "Piece 1: 7, 1", now=NOW + timedelta(minutes=75))
     out = tick(76)
