@@ -267,7 +267,7 @@ def layout(setup: Setup, seed: int) -> dict[Square, Piece]:
             squares = sorted(rng.sample(squares, len(kinds)))
         else:
             squares += sorted(rng.sample(front_row, len(kinds) - setup.cols))
-        for sq, (low, high) in zip(squares, kinds):
+        for sq, (low, high) in zip(squares, kinds, strict=False):
             if setup.face == "large":
                 own, other = high, low
             elif setup.face == "small":

@@ -107,7 +107,7 @@ def resolve_round(
     if game.no_order == "split" and others > 0:
         each = [0 if row.ordered or row.kept else row.holding // others for row in rows]
         pool = sum(each)
-        for row, own in zip(rows, each):
+        for row, own in zip(rows, each, strict=True):
             row.share = pool - own
             row.got += row.share
             if not row.ordered and not row.kept:
@@ -118,7 +118,7 @@ def resolve_round(
                 row.forfeited = row.holding
 
     analysis = find_rings(out, tangle_loops)
-    for row, bonus in zip(rows, analysis.bonuses(len(active))):
+    for row, bonus in zip(rows, analysis.bonuses(len(active)), strict=False):
         row.bonus = bonus
         row.score = row.got + bonus
 

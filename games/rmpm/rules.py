@@ -127,9 +127,9 @@ class RmpmRules(Rules[RmpmMail]):
         actor = mail.ctx.actor
         if actor is not None and actor.handle is not None and actor.authenticated:
             idx = [i for i, c in enumerate(mail.commands) if c.name in ORDER_NAMES or c.name == "error"]
-            if any(mail.commands[i].name in ORDER_NAMES for i in idx):
-                if self._orders(mail.game, actor.handle, mail.commands, idx, mail.results, mail.outcome):
-                    mail.changed = True
+            orders_given = any(mail.commands[i].name in ORDER_NAMES for i in idx)
+            if orders_given and self._orders(mail.game, actor.handle, mail.commands, idx, mail.results, mail.outcome):
+                mail.changed = True
         if mail.changed:
             mail.outcome.state = dump(mail.game)
 
@@ -272,7 +272,7 @@ class RmpmRules(Rules[RmpmMail]):
         previous = game.orders.get(handle)
         if errors:
             where = ", ".join(cmds[j].line.where for j in sorted(errors))
-            for j, c in enumerate(cmds):
+            for j in range(len(cmds)):
                 if j in errors:
                     refuse(idx[j], errors[j])
                 else:

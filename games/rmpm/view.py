@@ -150,7 +150,7 @@ def update_data(game: Game, upd: UpdateResult) -> dict[str, Any]:
     in the state so ``view`` can show the last report again."""
     rows = []
     happenings = []
-    movers = sorted(list(upd.slots.values()), key=lambda s: s.player.number)
+    movers = sorted(upd.slots.values(), key=lambda s: s.player.number)
     idle = {p.handle for p in upd.idle}
     for p in sorted([s.player for s in movers] + list(upd.idle), key=lambda q: q.number):
         if p.handle in idle:

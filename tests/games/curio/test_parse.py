@@ -38,8 +38,8 @@ def test_move_spellings(text, move, number):
 
 
 @pytest.mark.parametrize("text, error", [
-    ("curio move 101 alice pw", "incomplete move; expected curio move <board> <userid> <password> "
-                                "<from>-<to>[#<move number>], e.g. curio move 101 alice PASSWORD d2-d4#1"),
+    ("curio move 101 alice pw", ("incomplete move; expected curio move <board> <userid> <password> "
+                                 "<from>-<to>[#<move number>], e.g. curio move 101 alice PASSWORD d2-d4#1")),
     ("curio move 101 alice pw d2-z", "the last word is not a move like d2-d4"),
     ("curio move x alice pw d2-d4", "the word after move must be the board number"),
     ("curio resign 101 alice", "expected curio resign <board> <userid> <password>"),
@@ -107,7 +107,7 @@ def test_parse_never_raises_and_answers_every_line(texts):
     lines = [Line(i + 1, t) for i, t in enumerate(texts)]
     commands = RULES.parse(lines)
     assert len(commands) == len(lines)
-    assert all(c.line is line for c, line in zip(commands, lines))
+    assert all(c.line is line for c, line in zip(commands, lines, strict=True))
 
 
 @settings(max_examples=200, deadline=None)

@@ -152,8 +152,8 @@ def test_gm_may_challenge_for_two_players_and_both_are_told():
     ("alice", "curio challenge -num_pieces=20 alice bob",
      "this board cannot be set up: cannot lay out 20 pieces per side on two rows of 5 squares"),
     ("alice", "curio challenge -base=1 alice bob",
-     "with these options the game would be over before the first move (each side has only one "
-     "piece left)"),
+     ("with these options the game would be over before the first move (each side has only one "
+      "piece left)")),
 ])
 def test_challenges_that_are_refused(sender, line, message):
     t = Table()
@@ -288,8 +288,8 @@ def test_the_capture_headline_and_mails_of_a_capture():
     out = t.move(mover, capture.plain)
     n = board.position.ply + 1
     assert out.sections[0].data["headlines"] == [
-        f"Move {n}: {mover} ({'Light' if side == LIGHT else 'Dark'}) played {capture}, capturing and "
-        f"turning round."]
+        (f"Move {n}: {mover} ({'Light' if side == LIGHT else 'Dark'}) played {capture}, capturing and "
+         f"turning round.")]
     after = t.board()
     assert_view_allowed(after, out.sections[0].data, side)
     assert_view_allowed(after, out.notices[0].data, DARK if side == LIGHT else LIGHT)
@@ -543,7 +543,7 @@ def test_the_templates_draw_the_same_board_in_text_and_html():
     board = t.board()
     mover = board.handle(DARK if board.position.to_move == LIGHT else LIGHT)
     out = t.send(mover, f"curio showas {mover} {PASSWORDS[mover]} 101", "curio show 101")
-    for section, viewer in zip(out.sections, (board.side_of(mover), None)):
+    for section, viewer in zip(out.sections, (board.side_of(mover), None), strict=True):
         text = env.get_template("curio/board.txt").render(**section.data)
         html = env.get_template("curio/board.html").render(**section.data)
         shown = parse_ascii_board(text)

@@ -331,7 +331,7 @@ def test_parse_never_raises(texts):
     lines = [Line(i + 1, x) for i, x in enumerate(texts)]
     cmds = RULES.parse(lines)
     assert len(cmds) == len(lines)
-    assert all(c.line is l for c, l in zip(cmds, lines))
+    assert all(c.line is l for c, l in zip(cmds, lines, strict=True))
 
 
 APPLY_STATE = RULES.import_state({"players": {
@@ -414,8 +414,8 @@ def test_parse_variants(line, name, text):
     ("26-04 -> 25-04", "the chip's field 26-04 is off the board (rows and columns run 01 to 25)"),
     ("F 15-04 u -> u", "the fence would stay on the up side; give two different sides, e.g. F 15-04 u -> l"),
     ("F 15-04 x -> l", "expected F <field of your chip> <u|r|d|l> -> <u|r|d|l>, e.g. F 15-04 u -> l"),
-    ("E 16-03 <-> 16-04", "16-03 and 16-04 are not the two opposite neighbours of one field; "
-                          "e.g. E 16-03 <-> 16-05 (around a chip on 16-04)"),
+    ("E 16-03 <-> 16-04", ("16-03 and 16-04 are not the two opposite neighbours of one field; "
+                           "e.g. E 16-03 <-> 16-05 (around a chip on 16-04)")),
     ("BUY now", "expected BUY or BUY <field>, e.g. BUY 16-09"),
     ("USE SM", "expected USE MT (only the MT card can be played by mail)"),
     ("GM CARD bd XX", "expected GM CARD <abbr> <MT|SM|RM|DM> [n], e.g. GM CARD bd MT 2 (n may be negative)"),

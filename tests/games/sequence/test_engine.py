@@ -260,8 +260,8 @@ def test_refused_plays_give_the_reason_and_change_nothing():
         "there is no piece 11: your pieces are numbered 1 to 10",
         "piece 2 has the sequence value 11, not 12: play it as Piece 2: 11, 2 or Piece 2: -11, 2",
         "piece 2 has the point multiplier 2, not 3: play it as Piece 2: -11, 2",
-        "cannot read this play: expected Piece <n>: [+|-]<value>, <multiplier>, "
-        "e.g. Piece 3: 12, 3 or Piece 6: -6, 0",
+        ("cannot read this play: expected Piece <n>: [+|-]<value>, <multiplier>, "
+         "e.g. Piece 3: 12, 3 or Piece 6: -6, 0"),
     ]
     assert not any(r.ok for r in out.results)
     assert t.state == before
@@ -528,7 +528,7 @@ def reference(pieces: dict[str, list[list[int]]], plays: list[tuple[str, int, in
     plays (handle, piece, signed value): scan everything for every play."""
     scores = {h: 0 for h in pieces}
     totals, points_list = [], []
-    for i, (handle, piece, value) in enumerate(plays):
+    for i, (handle, piece, _value) in enumerate(plays):
         total = sum(v for _, _, v in plays[: i + 1])
         earlier = [h for h, _, _ in plays[:i]]
         mine = [j for j, h in enumerate(earlier) if h == handle]
