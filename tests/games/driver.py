@@ -14,6 +14,7 @@ server.  The per-game tests and the contract suite (tests/contract) use it.
 from __future__ import annotations
 
 import copy
+import json
 import random
 from datetime import UTC, datetime
 from typing import Any
@@ -36,7 +37,17 @@ def lines(*texts: str) -> list[Line]:
 
 class Table:
     """One game in memory.  ``history`` holds every state it went through and
-    ``outcomes`` every Outcome, in order."""
+    ``outcomes`` every (sender, Outcome), in order.
+
+    A game's own tests subclass it for their shortcuts; class attributes say
+    how the server would see the senders."""
+
+    #: senders have proven their password with $$password$$ (curio: False,
+    #: its players give ``userid password`` on the line instead)
+    authenticated = True
+    #: a fresh ``random.Random(seed)`` for every mail and turn, instead of one
+    #: stream for the whole game
+    fresh_rng = False
 
     def __init__(
         self,
@@ -47,13 +58,16 @@ class Table:
         game_name: str = "g1",
         seed: int = 1,
         registered: set[str] | None = None,
+        passwords: dict[str, str] | None = None,
     ) -> None:
         self.rules = rules
         self.now = now
         self.game_name = game_name
+        self.seed = seed
         self.rng = random.Random(seed)
         #: accounts that exist (None: every handle has an account)
         self.registered = registered
+        self.passwords = passwords
         self.state: State = rules.new_game(options or {}, self.ctx(None))
         self.history: list[State] = [self.state]
         #: (sender, outcome) of every mail kept and turn run (sender None)
@@ -63,6 +77,9 @@ class Table:
     def email(self, handle: str) -> str:
         return f"{handle.lower()}@example.org"
 
+    def password(self, handle: str) -> str:
+        return self.passwords[handle] if self.passwords is not None else password(handle)
+
     def known(self, handle: str | None) -> bool:
         return handle is not None and (self.registered is None or handle in self.registered)
 
@@ -70,16 +87,21 @@ class Table:
         self,
         handle: str | None,
         *,
-        authenticated: bool = True,
+        authenticated: bool | None = None,
         gm: bool = False,
         rng: random.Random | None = None,
         emails: dict[str, str] | None = None,
         turn: int = 0,
+        now: datetime | None = None,
+        email: str | None = None,
     ) -> Context:
         actor = None
         if handle is not None or gm:
-            actor = Actor(handle, self.email(handle or "gm"), authenticated, gm)
-        return Context(now=self.now, rng=rng or self.rng, actor=actor, game_name=self.game_name,
+            auth = self.authenticated if authenticated is None else authenticated
+            actor = Actor(handle, email or self.email(handle or "gm"), auth, gm)
+        if rng is None:
+            rng = random.Random(self.seed) if self.fresh_rng else self.rng
+        return Context(now=now or self.now, rng=rng, actor=actor, game_name=self.game_name,
                        emails=emails or {}, turn=turn)
 
     def commands(self, sender: str | None, texts: tuple[str, ...] | list[str]) -> tuple[list[Command], dict[str, str]]:
@@ -89,7 +111,7 @@ class Table:
         for cmd in commands:
             if cmd.credentials:
                 userid, given = cmd.credentials
-                if userid == sender and self.known(userid) and given == password(userid):
+                if userid == sender and self.known(userid) and given == self.password(userid):
                     cmd.actor = userid
                 else:
                     cmd.error = "wrong userid or password"
@@ -98,16 +120,16 @@ class Table:
                     emails[handle] = self.email(handle)
         return commands, emails
 
-    def apply(self, sender: str | None, *texts: str, authenticated: bool = True, gm: bool = False,
-              rng: random.Random | None = None, turn: int = 0) -> Outcome:
-        """Apply a mail to the current state without keeping the result."""
+    def apply(self, sender: str | None, *texts: str, **kw: Any) -> Outcome:
+        """Apply a mail to the current state without keeping the result
+        (``kw``: see ``ctx``)."""
         commands, emails = self.commands(sender, texts)
         before = copy.deepcopy(self.state)
-        ctx = self.ctx(sender, authenticated=authenticated, gm=gm, rng=rng, emails=emails, turn=turn)
-        out = self.rules.apply(self.state, commands, ctx)
+        out = self.rules.apply(self.state, commands, self.ctx(sender, emails=emails, **kw))
         assert len(out.results) == len(commands), "not one result per line"
         assert [r.line for r in out.results] == [c.line for c in commands], "results out of line order"
         assert self.state == before, "apply changed the state it was given"
+        json.dumps(out.state)  # always a JSON document
         return out
 
     def send(self, sender: str | None, *texts: str, **kw: Any) -> Outcome:
@@ -116,10 +138,11 @@ class Table:
         self.keep(out, sender)
         return out
 
-    def run(self, rng: random.Random | None = None, turn: int = 0) -> Outcome:
+    def run(self, rng: random.Random | None = None, turn: int = 0, now: datetime | None = None) -> Outcome:
         before = copy.deepcopy(self.state)
-        out = self.rules.run_turn(self.state, self.ctx(None, rng=rng, turn=turn))
+        out = self.rules.run_turn(self.state, self.ctx(None, rng=rng, turn=turn, now=now))
         assert self.state == before, "run_turn changed the state it was given"
+        json.dumps(out.state)
         self.keep(out)
         return out
 

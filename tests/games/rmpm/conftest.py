@@ -5,18 +5,13 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-import jinja2
 import pytest
 
 from games.base import Actor, Context, Line
 from games.rmpm import RULES
 from games.rmpm.model import Game
+from tests.games.driver import render
 
-TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=False)
-# the server's settings (pbm_server.compose): the templates must read the same
-SERVER_TEXT = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), trim_blocks=True,
-                                 lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-HTML = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=True)
 
 
 class Table:
@@ -73,13 +68,13 @@ class Table:
         raise AssertionError(f"no row {number}")
 
     def text(self, data) -> str:
-        return TEMPLATES.get_template("report.txt").render(**data)
+        return render("rmpm", "report.txt", data)
 
     def server_text(self, data) -> str:
-        return SERVER_TEXT.get_template("report.txt").render(**data)
+        return render("rmpm", "report.txt", data)
 
     def html(self, data) -> str:
-        return HTML.get_template("report.html").render(**data)
+        return render("rmpm", "report.txt", data, html=True)
 
 
 @pytest.fixture

@@ -6,48 +6,32 @@ import copy
 import json
 import random
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games.base import ALL_PLAYERS, Actor, Context, GameError, Line, Outcome
+from games.base import ALL_PLAYERS, Context, GameError, Line, Outcome
 from games.sequence import RULES
 from games.sequence.model import pieces_from_email, points_for
+from tests.games import driver
+from tests.games.driver import lines
 
 NOW = datetime(2007, 12, 7, 12, 0, tzinfo=UTC)
-TEMPLATES = str(Path(__file__).resolve().parents[3] / "templates" / "sequence")
 SEVENS = "7,1 " * 10  # ten pieces of value 7, multiplier 1
 
 
-def lines(*texts: str) -> list[Line]:
-    return [Line(i, t) for i, t in enumerate(texts, start=1)]
-
-
-class Table:
+class Table(driver.Table):
     """A game and the mails sent to it, in order."""
 
+    fresh_rng = True
+
     def __init__(self, **options):
-        self.state = RULES.new_game(options, Context(now=NOW, rng=random.Random(1)))
         self.emails: dict[str, str] = {}
+        super().__init__(RULES, options, now=NOW, game_name="four")
 
-    def ctx(self, handle, now=NOW, authenticated=True, gm=False, email=None):
-        email = email or self.emails.get(handle) or f"{handle}@example.org"
-        return Context(
-            now=now, rng=random.Random(1), game_name="four",
-            actor=Actor(handle, email, authenticated, gm),
-        )
-
-    def send(self, handle, *texts, now=NOW, authenticated=True, gm=False, email=None) -> Outcome:
-        before = copy.deepcopy(self.state)
-        out = RULES.apply(self.state, RULES.parse(lines(*texts)),
-                          self.ctx(handle, now, authenticated, gm, email))
-        assert self.state == before, "apply changed the state it was given"
-        assert len(out.results) == len(texts)
-        json.dumps(out.state)  # always JSON
-        self.state = out.state
-        return out
+    def email(self, handle: str) -> str:
+        return self.emails.get(handle) or f"{handle}@example.org"
 
     def join(self, handle, email=None, now=NOW) -> Outcome:
         if email:
@@ -73,10 +57,7 @@ class Table:
         return self.state["total"]
 
     def end(self) -> Outcome:
-        out = RULES.run_turn(self.state, Context(now=NOW + timedelta(days=1), rng=random.Random(1),
-                                                 game_name="four"))
-        self.state = out.state
-        return out
+        return self.run(now=NOW + timedelta(days=1))
 
 
 def table_with(*handles: str, pieces: str | None = None, **options) -> Table:
@@ -462,7 +443,7 @@ def test_each_play_is_announced_to_players_who_chose_each():
 def test_digest_at_most_every_hour_and_only_when_something_happened():
     t = table_with("ann", "bob", "cid", pieces=SEVENS)  # all joined at NOW: digest by default
     t.send("cid", "MAIL NONE")
-    tick = lambda minutes: RULES.tick(t.state, t.ctx(None, NOW + timedelta(minutes=minutes)))
+    tick = lambda minutes: RULES.tick(t.state, t.ctx(None, now=NOW + timedelta(minutes=minutes)))
     assert tick(70) is None  # nothing happened yet
     t.play("ann", "Piece 1: 7, 1", now=NOW + timedelta(minutes=75))
     out = tick(76)
@@ -586,18 +567,11 @@ def test_running_figures_match_a_replay_from_scratch(data):
 # -- texts ------------------------------------------------------------------------------
 
 
-def render(template: str, data: dict, **env_options) -> str:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined, **env_options,
-    )
-    return env.get_template(template).render(**data)
+def render(template: str, data: dict) -> str:
+    return driver.render("sequence", template, data)
 
 
-@pytest.mark.parametrize("env_options", [{}, {"trim_blocks": True, "lstrip_blocks": True}])
-def test_mails_render(env_options):
+def test_mails_render():
     t = table_with("bob", "ann", pieces=SEVENS)
     t.set_pieces("ann", "7,16 " * 10)
     t.send("ann", "MAIL EACH")
@@ -605,20 +579,20 @@ def test_mails_render(env_options):
     play_notice = t.send("ann", "Piece 1: 7, 16").notices
     t.send("bob", "MAIL EACH")
     (play_notice,) = t.send("ann", "Piece 2: 7, 16").notices
-    text = render("play.txt", play_notice.data, **env_options)
+    text = render("play.txt", play_notice.data)
     assert text.splitlines()[:2] == [
         "Play 3: ann played piece 2 (+7, multiplier 16).",
         "The total is now 21 = 3 x 7: no points: nobody played between.",
     ]
     assert "    1. ann                      80" in text.splitlines()
     pieces = t.send("bob", "PIECES").sections[0]
-    text = render(pieces.template, pieces.data, **env_options)
+    text = render(pieces.template, pieces.data)
     assert "Total: 21 = 3 x 7 after 3 plays; 2 players." in text
     assert "  Piece  1: value  7, multiplier 1   (used in play 1)" in text.splitlines()
     assert "  Piece  2: value  7, multiplier 1" in text.splitlines()
     t.play("bob", "Piece 2: 7, 1")
     report = t.end().notices[0]
-    text = render("report.txt", report.data, **env_options)
+    text = render("report.txt", report.data)
     lines_ = text.splitlines()
     assert "     4 bob              2    +7    1     28  scores 5" in lines_
     assert "  bob +70: the last play that scored (play 4)" in lines_
@@ -632,16 +606,11 @@ def test_mails_render(env_options):
 
 
 def test_final_report_html_is_escaped():
-    import jinja2
-
     t = table_with("ann", "bob", pieces=SEVENS)
     t.play("ann", "Piece 1: 7, 1")
     data = t.end().notices[0].data
     data["standings"][0]["handle"] = "<b>ann</b>"  # handles are plain, but never trusted
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
-    html = env.get_template("report.html").render(**data)
+    html = driver.render("sequence", "report.txt", data, html=True)
     assert "<tr><td>1</td><td>ann</td><td>1</td><td>+7</td><td>1</td><td>7</td><td>scores 5</td></tr>" in html
     assert "&lt;b&gt;ann&lt;/b&gt;" in html
     assert "<li>ann +70: the last play that scored (play 1)</li>" in html
