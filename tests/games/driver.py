@@ -85,7 +85,7 @@ class Table:
 
     def ctx(
         self,
-        handle: str | None,
+        handle: str | None = None,
         *,
         authenticated: bool | None = None,
         gm: bool = False,

@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from games.base import Actor, Context, GameError, Line, Outcome
+from games.base import GameError, Outcome
 from games.curio import RULES
 from games.curio.boards import CurioState
 from games.curio.model import DARK, LIGHT, Move, Square
 from games.curio.state import check as check_state
 from games.curio.view import parse_ascii_board
+from tests.games import driver
 from tests.games.curio.oracle import expected_token
 
 PASSWORDS = {"alice": "alice-pw-1", "bob": "bob-pw-2", "carol": "carol-pw-3", "gm": "gm-pw-4"}
@@ -22,37 +23,15 @@ NOW = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
 
 
-class Table:
+class Table(driver.Table):
     """Stands in for the server: parses, checks inline credentials against
     PASSWORDS and the sender, fills ctx.emails, applies."""
 
+    authenticated = False  # curio players give "userid password" on the line
+
     def __init__(self, seed: int = 1, **options):
-        self.rng = random.Random(seed)
-        self.state = RULES.new_game(options, self.ctx("gm"))
-
-    def ctx(self, sender: str | None, gm: bool = False, emails=None) -> Context:
-        actor = Actor(sender, f"{sender}@example.org", False, gm)
-        return Context(now=NOW, rng=self.rng, actor=actor, game_name="curio", emails=emails or {})
-
-    def send(self, sender: str | None, *lines: str, gm: bool = False) -> Outcome:
-        commands = RULES.parse([Line(i + 1, text) for i, text in enumerate(lines)])
-        emails = {sender: f"{sender}@example.org"} if sender in PASSWORDS else {}
-        for cmd in commands:
-            if cmd.credentials:
-                userid, password = cmd.credentials
-                if PASSWORDS.get(userid) == password and userid == sender:
-                    cmd.actor = userid
-                else:
-                    cmd.error = "wrong userid or password"
-            for handle in cmd.accounts:
-                if handle in PASSWORDS:
-                    emails[handle] = f"{handle}@example.org"
-        before = copy.deepcopy(self.state)
-        out = RULES.apply(self.state, commands, self.ctx(sender, gm, emails))
-        assert len(out.results) == len(commands)
-        assert before == self.state  # apply leaves the stored state alone
-        self.state = out.state
-        return out
+        super().__init__(RULES, options, now=NOW, game_name="curio", seed=seed,
+                         registered=set(PASSWORDS), passwords=PASSWORDS)
 
     def board(self, number: int = 101):
         return CurioState.from_json(self.state).boards[number]

@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-import random
 from datetime import UTC, datetime
 
 import pytest
 
-from games.base import Actor, Context, Line
 from games.rmpm import RULES
 from games.rmpm.model import Game
+from tests.games import driver
 from tests.games.driver import render
 
 
+class Table(driver.Table):
+    """The rmpm tests pass states around: ``mail`` and ``week`` take the state
+    to work on and return the Outcome."""
 
-class Table:
-    rules = RULES
+    fresh_rng = True
 
-    def ctx(self, handle=None, *, authenticated=True, gm=False):
-        actor = None
-        if handle is not None or gm:
-            actor = Actor(handle, f"{handle or 'gm'}@example.org", authenticated, gm)
-        return Context(now=datetime(2026, 1, 3, 3, 0, tzinfo=UTC), rng=random.Random(1),
-                       actor=actor, game_name="world")
+    def __init__(self) -> None:
+        super().__init__(RULES, now=datetime(2026, 1, 3, 3, 0, tzinfo=UTC), game_name="world")
 
     def position(self, players: dict, **kw) -> dict:
         """A state from a short description: handle -> dict(abbr, chips, an, pn,
@@ -36,8 +33,8 @@ class Table:
         return RULES.import_state(doc)
 
     def mail(self, state, handle, *lines, **kw):
-        cmds = RULES.parse([Line(i + 1, t) for i, t in enumerate(lines)])
-        return RULES.apply(state, cmds, self.ctx(handle, **kw))
+        self.state = state
+        return self.apply(handle, *lines, **kw)
 
     def orders(self, state, **by_handle):
         """Send one order mail per handle; every line must be accepted."""
@@ -49,7 +46,8 @@ class Table:
         return state
 
     def week(self, state):
-        return RULES.run_turn(state, self.ctx())
+        self.state = state
+        return self.run()
 
     def game(self, state) -> Game:
         return Game(state)
