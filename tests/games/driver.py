@@ -152,6 +152,18 @@ class Table:
         self.outcomes.append((sender, out))
 
 
+def check_commands(rules: Rules[Any], given: list[Line], commands: list[Command]) -> None:
+    """What ``parse`` must return: one Command per line, in order; a line it
+    read has a handler in the game, a line it could not read says why."""
+    assert [c.line for c in commands] == given, "not one command per line, in order"
+    for cmd in commands:
+        if cmd.error is None:
+            assert cmd.ok
+            assert callable(getattr(rules, "handle_" + cmd.name, None)), f"{cmd.name!r} parses but has no handler"
+        else:
+            assert not cmd.ok and isinstance(cmd.error, str) and cmd.error.strip(), f"empty error for {cmd.line}"
+
+
 # -- rendering, as the server does ----------------------------------------------------------
 _ENV: Environment | None = None
 

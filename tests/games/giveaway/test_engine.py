@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from games.base import ALL_PLAYERS, NO_PASSWORD, GameError, Line
 from games.giveaway import RULES
+from tests.games.driver import check_commands
 from tests.games.giveaway.helpers import Table, ctx, lines, report_text, scores
 
 
@@ -397,9 +398,8 @@ def test_options_are_checked():
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(max_size=60), max_size=8))
 def test_parse_never_raises_and_returns_one_command_per_line(texts):
-    commands = RULES.parse(lines(*texts))
-    assert len(commands) == len(texts)
-    assert all(c.ok or c.error for c in commands)
+    given = lines(*texts)
+    check_commands(RULES, given, RULES.parse(given))
 
 
 @settings(max_examples=100, deadline=None)
