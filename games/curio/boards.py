@@ -147,7 +147,7 @@ class CurioState:
     next_board: int = FIRST_BOARD
     boards: dict[int, Board] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, Any]:
         return {
             "version": 1,
             "defaults": dataclasses.asdict(self.defaults),
@@ -156,7 +156,7 @@ class CurioState:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CurioState:
+    def from_state(cls, d: dict[str, Any]) -> CurioState:
         boards = {int(k): Board.from_json(v) for k, v in d.get("boards", {}).items()}
         nxt = int(d.get("next_board", FIRST_BOARD))
         return cls(Setup.from_dict(d.get("defaults", {})), max([nxt, *(n + 1 for n in boards)]), boards)

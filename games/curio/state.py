@@ -1,5 +1,5 @@
 """Curio's state: the JSON document <-> :class:`~games.curio.boards.CurioState`
-(field mapping in ``CurioState.to_json`` / ``from_json``), and the check of an
+(field mapping in ``CurioState.to_state`` / ``from_state``), and the check of an
 imported document: every board is replayed from its recorded moves."""
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from games.curio.model import IllegalMove, SetupError
 
 
 def load(state: State) -> CurioState:
-    return CurioState.from_json(state)
+    return CurioState.from_state(state)
 
 
 def dump(game: CurioState) -> State:
-    return game.to_json()
+    return game.to_state()
 
 
 def validated(data: dict[str, Any]) -> State:
     """The state of a hand-written or exported document; GameError naming the problem."""
     try:
-        return check(data).to_json()
+        return check(data).to_state()
     except ValueError as e:
         raise GameError(str(e)) from None
 
@@ -32,7 +32,7 @@ def check(d: dict[str, Any]) -> CurioState:
     if not isinstance(d, dict):
         raise ValueError("a curio state is a JSON object")
     try:
-        state = CurioState.from_json(d)
+        state = CurioState.from_state(d)
         state.defaults.validate()
     except SetupError as e:
         raise ValueError(f"defaults: {e}") from None

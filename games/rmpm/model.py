@@ -68,6 +68,10 @@ class Game:
     """Board, players, Bank and Kiosk, with an occupancy index
     (field -> handles of the chips on it, one entry per chip)."""
 
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Game:
+        return cls(state)
+
     def __init__(self, state: dict[str, Any]):
         self.board = Board.from_state(state["numbers"], state["fences"])
         self.week: int = state["week"]

@@ -14,7 +14,7 @@ from games.rmpm.model import CARDS, FORMAT, Game
 def load(state: State, turn: int = 0) -> Game:
     """The game, its week number following the server's turn counter when
     the server gives one (so mails and reports agree on the week)."""
-    game = Game(state)
+    game = Game.from_state(state)
     if turn > 0:
         game.week = turn
     return game

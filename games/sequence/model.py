@@ -10,7 +10,7 @@ so that one play costs the same whether it is the 1st or the 2,500th:
   ``"alice 3 +12 3 42 15"``, so the history stays small and cheap to load and
   store as JSON after every mail.
 
-``Game.load`` / ``Game.dump`` are the only places that know the JSON layout.
+``Game.from_state`` / ``Game.to_state`` are the only places that know the JSON layout.
 ``Game.dump`` never mutates the state it was loaded from.
 """
 
@@ -282,7 +282,7 @@ class Game:
         }
 
     @classmethod
-    def load(cls, state: dict[str, Any]) -> Game:
+    def from_state(cls, state: dict[str, Any]) -> Game:
         return cls(
             raw=state,
             options=state["options"],
@@ -295,7 +295,7 @@ class Game:
             bonuses=state["bonuses"],
         )
 
-    def dump(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, Any]:
         """A new state dict; the loaded one is left as it was."""
         state = dict(self.raw)
         if self._touched:

@@ -117,10 +117,10 @@ class SequenceRules(Rules[SequenceMail]):
         return parse.parse_line(line)
 
     def open_mail(self, state: State, commands: list[Command], ctx: Context) -> SequenceMail:
-        return SequenceMail(ctx, commands, Outcome(state=state), game=Game.load(state))
+        return SequenceMail(ctx, commands, Outcome(state=state), game=Game.from_state(state))
 
     def close_mail(self, mail: SequenceMail) -> None:
-        mail.outcome.state = mail.game.dump()
+        mail.outcome.state = mail.game.to_state()
 
     # -- checks -----------------------------------------------------------------
     def _member(self, game: Game, ctx: Context, need_password: bool = True) -> str:
@@ -303,7 +303,7 @@ class SequenceRules(Rules[SequenceMail]):
         ]
         if not due:
             return None
-        game = Game.load(state)
+        game = Game.from_state(state)
         interval = game.digest_interval()
         notices = []
         standings = None
@@ -332,11 +332,11 @@ class SequenceRules(Rules[SequenceMail]):
             player.digest_at = ctx.now.isoformat()
         if not notices:
             return None
-        return Outcome(state=game.dump(), notices=notices)
+        return Outcome(state=game.to_state(), notices=notices)
 
     def run_turn(self, state: State, ctx: Context) -> Outcome:
         """The deadline: bonuses, the final report, the end of the game."""
-        game = Game.load(state)
+        game = Game.from_state(state)
         if game.finished:
             raise GameError("The Fourth Game is over already: its deadline has been run.")
         event = game.play_count
@@ -375,7 +375,7 @@ class SequenceRules(Rules[SequenceMail]):
             kind="report",
         )
         return Outcome(
-            state=game.dump(), notices=[report], turn_done=True, finished=True,
+            state=game.to_state(), notices=[report], turn_done=True, finished=True,
             audit=[f"deadline run: {game.play_count} plays, winner {data['winner'] or 'none'}"],
         )
 
@@ -390,7 +390,7 @@ class SequenceRules(Rules[SequenceMail]):
         return []
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
-        game = Game.load(state)
+        game = Game.from_state(state)
         if game.finished:
             return [Section(title="Final report", template="report.txt",
                             data=view.report_data(game, ""))]

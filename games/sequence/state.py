@@ -12,11 +12,11 @@ from .model import MAIL_CHOICES, PIECES_PER_PLAYER, STATE_VERSION, Game, Play, P
 
 
 def load(state: State) -> Game:
-    return Game.load(state)
+    return Game.from_state(state)
 
 
 def dump(game: Game) -> State:
-    return game.dump()
+    return game.to_state()
 
 
 def validated(data: dict[str, Any]) -> State:

@@ -34,7 +34,7 @@ class Table(driver.Table):
                          registered=set(PASSWORDS), passwords=PASSWORDS)
 
     def board(self, number: int = 101):
-        return CurioState.from_json(self.state).boards[number]
+        return CurioState.from_state(self.state).boards[number]
 
     def move(self, who: str, move: str, board: int = 101) -> Outcome:
         return self.send(who, f"curio move {board} {who} {PASSWORDS[who]} {move}")
