@@ -386,7 +386,11 @@ class Rules(Generic[MailT]):
         for i in order:
             mail.results[i] = self.carry_out(mail, commands[i])
         self.close_mail(mail)
-        mail.outcome.results = [r for r in mail.results if r is not None]
+        # a deferred line close_mail left without a result is not lost
+        mail.outcome.results = [
+            r if r is not None else refusal(cmd, cmd.error or "not understood")
+            for r, cmd in zip(mail.results, commands, strict=True)
+        ]
         return mail.outcome
 
     def carry_out(self, mail: MailT, cmd: Command) -> Result | None:
