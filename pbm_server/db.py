@@ -58,6 +58,24 @@ def make_engine(url: str) -> Engine:
     return create_engine(u, pool_pre_ping=True)
 
 
+def is_transient(exc: BaseException) -> bool:
+    """A fault of the database, not of the work: disk full, database locked,
+    connection lost.  Such work is left queued and tried again later."""
+    from sqlalchemy import exc as sa_exc
+
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, sa_exc.DisconnectionError)):
+            return True
+        if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+            return True
+        if type(exc).__name__ in ("OperationalError", "InterfaceError") and type(exc).__module__ in ("sqlite3", "psycopg", "psycopg.errors"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
 def alembic_config(engine: Engine) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(ROOT / "migrations"))

@@ -40,12 +40,17 @@ from pbm_server.gameplay import (
     find_game,
     seed_hash,
 )
-from pbm_server.mailtext import IncomingMail, automatic_reason, command_lines, dedup_key, read_mail, subject_command, take_passwords
+from pbm_server.db import is_transient
+from pbm_server.headers import clean_msgid, clean_msgids, clean_text
+from pbm_server.mailtext import (
+    IncomingMail, automatic_reason, command_lines, dedup_key, mask_unpaired, read_mail, split_passwords, subject_command,
+)
+from pbm_server.shunts import ShuntNotices
 from pbm_server.models import Game, InboundMail, Order
 from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
-from pbm_server.passwords import verify_password
 from pbm_server.settings import Settings
+from pbm_server.throttle import OK, CredentialGate
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +77,8 @@ class Prepared:
     secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: (account handle key, old password) of `password` lines -> it matched (checked once, here)
+    verified: dict[tuple[str, str], bool] = field(default_factory=dict)
 
 
 class Worker(Poller):
@@ -81,6 +88,8 @@ class Worker(Poller):
         self.settings = settings
         self.composer = composer
         self.mailer = Mailer(composer)
+        self.shunts = ShuntNotices(settings, self.tell_gm)
+        self._db_failures = 0  # transient database errors in a row
         self.on_processed = None  # callable() after each commit
 
     # -- loop ----------------------------------------------------------------
@@ -91,6 +100,7 @@ class Worker(Poller):
     def run_once(self) -> bool:
         inbox_id = self.next_id()
         if inbox_id is None:
+            self.shunts.flush(self.db)
             return False
         self.process(inbox_id)
         if self.on_processed:
@@ -111,9 +121,18 @@ class Worker(Poller):
                 if row is None or row.status != "new":
                     return  # another worker got it first
                 self.execute(s, row, prep)
-        except Exception as exc:  # shunt: set aside with its error, tell the GM
+        except Exception as exc:
+            if is_transient(exc):
+                # the database, not the mail: leave it new and try again later
+                self._db_failures += 1
+                delay = min(self.settings.retry_base_seconds * 2 ** (self._db_failures - 1), self.settings.retry_max_seconds)
+                log.warning("mail %s: database error (%s); next try in %.1f s", inbox_id, exc, delay)
+                self._stop.wait(delay)
+                return
+            # shunt: set aside with its error, tell the GM
             log.exception("mail %s failed", inbox_id)
             self.shunt(inbox_id, exc)
+        self._db_failures = 0
 
     def prepare(self, inbox_id: int) -> Prepared | None:
         with self.db.read() as s:
@@ -131,17 +150,29 @@ class Worker(Poller):
         ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
         local = ours[0].split("@", 1)[0] if ours else "pbm"
         lines = command_lines(mail.body)
-        passwords, lines = take_passwords(lines)
+        cut_after = getattr(lines, "cut_after", None)
+        passwords, lines, stray = split_passwords(lines)
         prep.secrets.update(passwords)
         subject = subject_command(mail.subject)
         if subject is not None:
-            sub_passwords, sub_lines = take_passwords([subject])
+            sub_passwords, sub_lines, sub_stray = split_passwords([subject])
             prep.secrets.update(sub_passwords)
             passwords += sub_passwords
+            stray += sub_stray
             subject = sub_lines[0] if sub_lines else None
+        for number, fragments in stray:
+            # a $$ without its partner: the line may hold a password, so it is
+            # neither read nor echoed, and its words are masked everywhere
+            prep.secrets.update(fragments)
+            where = "the Subject" if number == 0 else f"line {number}"
+            prep.notes.append(f"{where.capitalize()} has a $$ without its closing $$ and was not read; "
+                              "write the password as $$password$$ on one line.")
+        if cut_after is not None:
+            prep.notes.append(f"Only the first 300 command lines were read: lines after line {cut_after} were not read.")
         if mail.html_only:
             prep.notes.append("Your mail had no plain-text part; the server read its HTML part as text.")
 
+        gate = CredentialGate(self.db, self.settings, mail.from_addr, clock.now(), on_lockout=self.tell_owner)
         with self.db.read() as s:
             account = account_by_email(s, mail.from_addr)
             if local == "pbm":
@@ -182,25 +213,42 @@ class Worker(Poller):
                 rules = get_rules(prep.game_kind)
                 prep.commands = rules.parse(prep.game_lines)
                 for cmd in prep.commands:
-                    self._check_command(s, cmd, mail.from_addr, prep)
+                    self._check_command(s, cmd, mail.from_addr, prep, gate)
+            self._check_password_lines(s, prep, mail.from_addr, gate)
 
         authenticated = False
         if passwords:
-            authenticated = any(verify_password(hash_, pw) for pw in passwords)
+            # one password per account per mail: the first; an unregistered
+            # sender's is not checked at all (the reply says there is no account)
+            authenticated = account is not None and gate.check(account, passwords[0]) == OK
+            if len(set(passwords)) > 1:
+                gate._note("Only the first $$...$$ of a mail is checked as your password.")
             if not authenticated:
                 prep.bad_password = True
+        prep.notes.extend(gate.notes)
         is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated
         prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
         if handle:
             prep.emails[handle] = mail.from_addr
         return prep
 
-    def _check_command(self, s, cmd: Command, sender: str, prep: Prepared) -> None:
+    def _check_password_lines(self, s, prep: Prepared, sender: str, gate: CredentialGate) -> None:
+        """`password HANDLE OLD NEW`: the old password is checked here, through
+        the gate (once per account per mail, throttled), not in the write
+        transaction; accounts.cmd_password reads the verdict."""
+        for line in prep.server_lines:
+            words = line.text.split()
+            if len(words) == 4 and words[0].lower() == "password":
+                acc = account_by_handle(s, words[1])
+                if acc is not None and acc.email == sender:
+                    prep.verified[(acc.handle_key, words[2])] = gate.check(acc, words[2]) == OK
+
+    def _check_command(self, s, cmd: Command, sender: str, prep: Prepared, gate: CredentialGate) -> None:
         if cmd.credentials:
             userid, password = cmd.credentials
             prep.secrets.add(password)
             acc = account_by_handle(s, userid)
-            ok = verify_password(acc.password_hash if acc else None, password)
+            ok = gate.check(acc, password, handle=userid) == OK
             if ok and acc.email == sender:
                 cmd.actor = acc.handle
             else:
@@ -245,6 +293,7 @@ class Worker(Poller):
                 sctx = ServerContext(
                     s, self.settings, self.composer, mail.from_addr, now, is_gm=actor.is_gm,
                     handle=actor.handle, authenticated=actor.authenticated, mailer=self.mailer, secrets=prep.secrets,
+                    verify=lambda acc, pw: prep.verified.get((acc.handle_key, pw), False),
                 )
                 for line in prep.server_lines:
                     reply.results.append(run_line(sctx, line))
@@ -320,7 +369,8 @@ class Worker(Poller):
             reply.notes.append(
                 f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
             )
-        subject = mail.subject.strip()
+        # only cleaned values go into the reply's headers (headers.py)
+        subject = clean_text(mask_unpaired(mail.subject))
         subject = ("Re: " + subject) if subject and not subject.lower().startswith("re:") else (subject or "Your mail to pbm-server")
         handle = prep.actor.handle if prep.actor else None
         mid, raw = self.composer.message(
@@ -331,8 +381,8 @@ class Worker(Poller):
             body=self.composer.reply(reply),
             auto="auto-replied",
             now=now,
-            in_reply_to=mail.message_id,
-            references=mail.references,
+            in_reply_to=clean_msgid(mail.message_id),
+            references=clean_msgids(mail.references),
             secrets=prep.secrets,
         )
         enqueue(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply", now=now, inbound_id=row.id, game_id=row.game_id)
@@ -348,13 +398,22 @@ class Worker(Poller):
                 now = clock.now()
                 row.status, row.note, row.processed_at = "shunted", detail, now
                 audit(s, now, "system", "shunt", f"mail {inbox_id}: {type(exc).__name__}: {exc}")
-                self.tell_gm(s, f"Mail {inbox_id} could not be processed and was set aside (shunted).", [("error", f"{type(exc).__name__}: {exc}"), ("from", row.mail_from), ("resubmit", f"pbm mail retry {inbox_id}")], now)
+                self.shunts.shunted(s, now)  # the GM hears at most once per PBM_GM_SHUNT_NOTICE_SECONDS
         except Exception:
             log.exception("could not shunt mail %s", inbox_id)
 
-    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now) -> None:
+    def tell_owner(self, s, account, until) -> None:
+        """An account's owner, once per lockout: someone keeps guessing."""
+        what = (f"Someone has sent many wrong passwords for your account {account.handle}. Until {until:%Y-%m-%d %H:%M} UTC "
+                "no password for it is checked, so mails that need it are refused. If this was not you, nothing is lost; "
+                "if you have forgotten your password, ask the game master.")
+        body = self.composer.render("server/gm_notice.txt", {"what": what, "details": []})
+        mid, raw = self.composer.message(to_addr=account.email, to_name=account.handle, from_local="pbm", subject="pbm-server: failed password attempts", body=body, auto="auto-generated", now=clock.now())
+        enqueue(s, to_addr=account.email, message_id=mid, raw=raw, kind="notice", now=clock.now())
+
+    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now, kind: str = "gm") -> None:
         if not self.settings.gm_address:
             return
         body = self.composer.render("server/gm_notice.txt", {"what": what, "details": details})
         mid, raw = self.composer.message(to_addr=self.settings.gm_address, to_name="game master", from_local="pbm", subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
-        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind="gm", now=now)
+        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind=kind, now=now)

@@ -111,7 +111,7 @@ class Server:
         self.intake_first = float(os.environ.get("PBM_INTAKE_FIRST", INTAKE_FIRST) or 0)
 
     def _delivery_failed(self, session, row) -> None:
-        if row.kind == "gm":
+        if row.kind.startswith("gm"):
             return  # never tell the GM about a mail to the GM: that could loop
         self.worker.tell_gm(
             session,

@@ -40,6 +40,29 @@ class Settings:
     #: rehearsal aid: a mail whose Subject is exactly this makes the worker fail
     #: inside its transaction (to see the shunt and the GM notice work); empty: off
     failpoint: str = ""
+    #: failed password checks for one account (or from one sender address)
+    #: within auth_window_seconds before checks for it are refused unrun
+    auth_max_failures: int = 5
+    #: the window in which failed password checks are counted
+    auth_window_seconds: float = 900.0
+    #: the first refusal period after too many failures; doubles each time
+    auth_block_seconds: float = 60.0
+    #: the longest refusal period
+    auth_block_max_seconds: float = 86400.0
+    #: at this many refusal periods in a row the account is locked out and
+    #: its owner gets one mail about it
+    auth_lockout_level: int = 4
+    #: SMTP sessions one client IP address may hold open at once
+    smtp_max_sessions_per_client: int = 20
+    #: SMTP sessions open at once in total
+    smtp_max_sessions: int = 400
+    #: an SMTP session silent this long is closed
+    smtp_idle_timeout_seconds: float = 60.0
+    #: at most one GM summary of shunted mail per this many seconds
+    gm_shunt_notice_seconds: float = 3600.0
+    #: how long an outbound process's claim on an outbox row holds (a server
+    #: that died while delivering frees the row after this)
+    outbound_claim_seconds: float = 300.0
 
     @property
     def listen_host(self) -> str:
