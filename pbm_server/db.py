@@ -10,6 +10,7 @@ PostgreSQL writers that must not run side by side take an advisory lock
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -34,6 +35,7 @@ def make_engine(url: str) -> Engine:
         if u.database and u.database != ":memory:":
             Path(u.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(u, connect_args={"timeout": 60, "check_same_thread": False})
+        max_pages = int(os.environ.get("PBM_SQLITE_MAX_PAGE_COUNT", "0") or 0)
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn, _record):
@@ -43,6 +45,10 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA busy_timeout=60000")
             cur.execute("PRAGMA foreign_keys=ON")
+            if max_pages:
+                # fault injection and quota: SQLite answers "database or disk is
+                # full" (SQLITE_FULL) when the file would grow past this
+                cur.execute(f"PRAGMA max_page_count={max_pages}")
             cur.close()
 
         @event.listens_for(engine, "begin")

@@ -222,7 +222,7 @@ class Worker(Poller):
             # sender's is not checked at all (the reply says there is no account)
             authenticated = account is not None and gate.check(account, passwords[0]) == OK
             if len(set(passwords)) > 1:
-                gate._note("Only the first $$...$$ of a mail is checked as your password.")
+                gate._note("Only the first $$password$$ of a mail is checked as your password.")
             if not authenticated:
                 prep.bad_password = True
         prep.notes.extend(gate.notes)
