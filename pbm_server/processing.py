@@ -165,7 +165,7 @@ class Worker(Poller):
             # neither read nor echoed, and its words are masked everywhere
             prep.secrets.update(fragments)
             where = "the Subject" if number == 0 else f"line {number}"
-            prep.notes.append(f"{where.capitalize()} has a $$ without its closing $$ and was not read; "
+            prep.notes.append(f"{where.capitalize()} has password marks without a partner and was not read; "
                               "write the password as $$password$$ on one line.")
         if cut_after is not None:
             prep.notes.append(f"Only the first 300 command lines were read: lines after line {cut_after} were not read.")
@@ -411,9 +411,9 @@ class Worker(Poller):
         mid, raw = self.composer.message(to_addr=account.email, to_name=account.handle, from_local="pbm", subject="pbm-server: failed password attempts", body=body, auto="auto-generated", now=clock.now())
         enqueue(s, to_addr=account.email, message_id=mid, raw=raw, kind="notice", now=clock.now())
 
-    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now, kind: str = "gm") -> None:
+    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now, kind: str = "gm", inbound_id: int | None = None) -> None:
         if not self.settings.gm_address:
             return
         body = self.composer.render("server/gm_notice.txt", {"what": what, "details": details})
         mid, raw = self.composer.message(to_addr=self.settings.gm_address, to_name="game master", from_local="pbm", subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
-        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind=kind, now=now)
+        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind=kind, now=now, inbound_id=inbound_id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from pbm_server import clock
 from pbm_server.models import InboundMail, OutboundMail
@@ -34,12 +34,14 @@ class ShuntNotices:
         self.tell_gm = tell_gm  # tell_gm(session, what, details, now, kind=...)
         self._next_flush = 0.0
 
-    def _last(self, s) -> datetime | None:
-        return s.scalar(select(func.max(OutboundMail.created_at)).where(OutboundMail.kind == KIND))
+    @staticmethod
+    def _last(s) -> OutboundMail | None:
+        """The last summary (its inbound_id: the last mail it listed)."""
+        return s.scalar(select(OutboundMail).where(OutboundMail.kind == KIND).order_by(OutboundMail.id.desc()).limit(1))
 
-    def _due(self, s, now: datetime) -> tuple[bool, datetime | None]:
+    def _due(self, s, now: datetime) -> tuple[bool, OutboundMail | None]:
         last = self._last(s)
-        return last is None or now - last >= timedelta(seconds=self.settings.gm_shunt_notice_seconds), last
+        return last is None or now - last.created_at >= timedelta(seconds=self.settings.gm_shunt_notice_seconds), last
 
     def shunted(self, s, now: datetime) -> None:
         """A mail was just shunted (in session ``s``): summarise now if due."""
@@ -63,13 +65,13 @@ class ShuntNotices:
                 self._summary(s, now, last)
 
     @staticmethod
-    def _since(s, last: datetime | None) -> list[InboundMail]:
+    def _since(s, last: OutboundMail | None) -> list[InboundMail]:
         q = select(InboundMail).where(InboundMail.status == "shunted")
         if last is not None:
-            q = q.where(InboundMail.processed_at > last)
+            q = q.where(InboundMail.id > (last.inbound_id or 0))
         return list(s.scalars(q.order_by(InboundMail.id)))
 
-    def _summary(self, s, now: datetime, last: datetime | None) -> None:
+    def _summary(self, s, now: datetime, last: OutboundMail | None) -> None:
         rows = self._since(s, last)
         if not rows:
             return
@@ -85,4 +87,4 @@ class ShuntNotices:
         if len(rows) > MAX_LISTED:
             details.append(("and", f"{len(rows) - MAX_LISTED} more (pbm mail status)"))
         details.append(("next summary", f"at most one such mail per {hours:g} hour(s); `pbm mail status` lists them all"))
-        self.tell_gm(s, what, details, now, kind=KIND)
+        self.tell_gm(s, what, details, now, kind=KIND, inbound_id=rows[-1].id)
