@@ -70,7 +70,14 @@ class CredentialGate:
     def check(self, account: Account | None, password: str, handle: str | None = None) -> str:
         """OK, WRONG, THROTTLED or UNCHECKED (another password was already
         checked for this account in this mail).  ``handle`` names the account
-        when ``account`` is None (an unknown handle is counted like a real one)."""
+        when ``account`` is None: an unknown handle is checked against a dummy
+        hash (same time) and counted for the sender only, so no guessed handle
+        -- perhaps a misplaced password -- is stored.
+
+        OK means the password matched.  For the counts it is a success only if
+        the mail also comes from the account's address: the right password
+        from another address counts as a failure, exactly like a wrong one, so
+        the throttle's behaviour never tells a guesser which guess was right."""
         name = account.handle if account is not None else (handle or "")
         key = account_key(name)
         if key in self.checked:
@@ -91,7 +98,7 @@ class CredentialGate:
         verdict = OK if ok else WRONG
         self.checked[key] = (password, verdict)
         try:
-            self._record(key, account, ok)
+            self._record(key, account, ok and account is not None and account.email == self.sender.lower())
         except Exception:  # counting must not lose the mail; the next check counts again
             log.exception("could not record a password check")
         return verdict
@@ -111,7 +118,8 @@ class CredentialGate:
         st = self.settings
         window = timedelta(seconds=st.auth_window_seconds)
         with self.db.write(lock=LOCK_THROTTLE) as s:
-            for k in (key, sender_key(self.sender)):
+            keys = [key, sender_key(self.sender)] if account is not None else [sender_key(self.sender)]
+            for k in keys:
                 row = s.get(AuthThrottle, k)
                 if ok:
                     if row is not None and k == key:

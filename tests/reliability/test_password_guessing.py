@@ -114,3 +114,27 @@ def test_failed_checks_are_throttled_per_sender(pbm_stopped):
     reply = pbm.flat(pbm.mail("bob@example.org", "pbm", "curio resign 101 bob bob-secret-77"))
     assert "Too many" not in reply and "do not match" not in reply
     assert state(pbm, "curio") != before
+
+
+def test_a_right_guess_from_another_address_looks_like_a_wrong_one(pbm_stopped):
+    """The throttle must not tell a guesser which guess was right: the right
+    password from an address that is not the account's counts as a failure."""
+    pbm = pbm_stopped
+    pbm.set_clock(START)
+    pbm.start()
+    alice = pbm.register("alice", ALICE_PW)
+    pbm.register("bob", "bob-secret-77")
+    mallory = pbm.register("mallory", MALLORY_PW)
+    pbm.mail(alice, "pbm", "curio challenge alice bob")
+    guesses = ["guess-aaaa1", "guess-bbbb2", ALICE_PW, "guess-cccc3", "guess-dddd4"]
+    for guess in guesses:
+        reply = pbm.flat(pbm.mail(mallory, "pbm", f"curio resign 101 alice {guess}"))
+        assert "do not match; nothing was done" in reply and "Too many" not in reply
+    reply = pbm.flat(pbm.mail(mallory, "pbm", "curio resign 101 alice guess-eeee5"))
+    assert "Too many failed password attempts" in reply
+    # the account counted five failures too: alice herself waits for the block
+    reply = pbm.flat(pbm.mail(alice, "pbm", f"curio resign 101 alice {ALICE_PW}"))
+    assert "Too many failed password attempts" in reply
+    pbm.set_clock(START + timedelta(minutes=5))
+    reply = pbm.flat(pbm.mail(alice, "pbm", f"curio resign 101 alice {ALICE_PW}"))
+    assert "Too many" not in reply and "do not match" not in reply
