@@ -50,7 +50,7 @@ from pbm_server.models import Game, InboundMail, Order
 from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
 from pbm_server.settings import Settings
-from pbm_server.throttle import OK, CredentialGate
+from pbm_server.throttle import OK, THROTTLED, CredentialGate
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,8 @@ class Prepared:
     commands: list[Command] = field(default_factory=list)
     actor: Actor | None = None
     bad_password: bool = False
+    #: the $$password$$ was not checked: too many failed attempts (throttle.py)
+    throttled: bool = False
     secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -220,7 +222,9 @@ class Worker(Poller):
         if passwords:
             # one password per account per mail: the first; an unregistered
             # sender's is not checked at all (the reply says there is no account)
-            authenticated = account is not None and gate.check(account, passwords[0]) == OK
+            verdict = gate.check(account, passwords[0]) if account is not None else None
+            authenticated = verdict == OK
+            prep.throttled = verdict == THROTTLED
             if len(set(passwords)) > 1:
                 gate._note("Only the first $$password$$ of a mail is checked as your password.")
             if not authenticated:
@@ -248,13 +252,15 @@ class Worker(Poller):
             userid, password = cmd.credentials
             prep.secrets.add(password)
             acc = account_by_handle(s, userid)
-            ok = gate.check(acc, password, handle=userid) == OK
-            if ok and acc.email == sender:
+            verdict = gate.check(acc, password, handle=userid)
+            if verdict == OK and acc.email == sender:
                 cmd.actor = acc.handle
             else:
                 # the "userid" slot may hold a misplaced password: never echo it
                 prep.secrets.add(userid)
-                if cmd.error is None:
+                if cmd.error is None and verdict == THROTTLED:
+                    cmd.error = "too many failed password attempts: the password was not checked (see above); nothing was done"
+                elif cmd.error is None:
                     cmd.error = f"the userid, its password and the sender address {sender} do not match; nothing was done"
         for h in cmd.accounts:
             acc = account_by_handle(s, h)
@@ -283,7 +289,9 @@ class Worker(Poller):
         reply_from = "pbm"
         actor = prep.actor
         if prep.bad_password:
-            if actor.handle is None:
+            if prep.throttled:
+                pass  # the throttle's note says why nothing was done
+            elif actor.handle is None:
                 reply.notes.append(f"No account is registered for {mail.from_addr}, so the password in your mail cannot be checked; nothing was done. Register first: mail \"register HANDLE PASSWORD\" to {self.settings.server_address}.")
             else:
                 reply.notes.append(f"The password in your mail does not match the account {actor.handle} of {mail.from_addr}; nothing was done.")

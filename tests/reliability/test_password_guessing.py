@@ -60,6 +60,7 @@ def test_failed_checks_are_throttled_per_account_across_restarts(pbm_stopped):
     reply = pbm.flat(pbm.mail(alice, "gift", f"$${ALICE_PW}$$\nJOIN"))
     assert "Too many failed password attempts for alice" in reply
     assert "until 2026-05-04 10:01 UTC" in reply
+    assert "does not match" not in reply  # it was not checked, so it says so and no more
     assert pbm.sql("SELECT count(*) FROM memberships")[0][0] == 0
     # the count lives in the database: a restart does not forget it
     pbm.stop()
