@@ -289,8 +289,8 @@ class Worker(Poller):
         reply_from = "pbm"
         actor = prep.actor
         if prep.bad_password:
-            if prep.throttled:
-                pass  # the throttle's note says why nothing was done
+            if prep.throttled:  # the throttle's note above says why
+                reply.notes.append("The password in your mail was not checked; nothing was done.")
             elif actor.handle is None:
                 reply.notes.append(f"No account is registered for {mail.from_addr}, so the password in your mail cannot be checked; nothing was done. Register first: mail \"register HANDLE PASSWORD\" to {self.settings.server_address}.")
             else:
