@@ -126,15 +126,21 @@ class Worker(Poller):
         except Exception as exc:
             if is_transient(exc):
                 # the database, not the mail: leave it new and try again later
-                self._db_failures += 1
-                delay = min(self.settings.retry_base_seconds * 2 ** (self._db_failures - 1), self.settings.retry_max_seconds)
-                log.warning("mail %s: database error (%s); next try in %.1f s", inbox_id, exc, delay)
-                self._stop.wait(delay)
+                self._back_off(inbox_id, exc)
                 return
             # shunt: set aside with its error, tell the GM
             log.exception("mail %s failed", inbox_id)
-            self.shunt(inbox_id, exc)
+            if not self.shunt(inbox_id, exc):
+                self._back_off(inbox_id, exc)  # not even that could be written
+                return
         self._db_failures = 0
+
+    def _back_off(self, inbox_id: int, exc: Exception) -> None:
+        """Wait before the next try, doubling like outbound's retries."""
+        self._db_failures += 1
+        delay = min(self.settings.retry_base_seconds * 2 ** (self._db_failures - 1), self.settings.retry_max_seconds)
+        log.warning("mail %s: database error (%s); next try in %.1f s", inbox_id, exc, delay)
+        self._stop.wait(delay)
 
     def prepare(self, inbox_id: int) -> Prepared | None:
         with self.db.read() as s:
@@ -396,7 +402,8 @@ class Worker(Poller):
         enqueue(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply", now=now, inbound_id=row.id, game_id=row.game_id)
 
     # -- shunt -------------------------------------------------------------------
-    def shunt(self, inbox_id: int, exc: Exception) -> None:
+    def shunt(self, inbox_id: int, exc: Exception) -> bool:
+        """Set the mail aside; False if that could not be written."""
         detail = "".join(traceback.format_exception(exc))[-4000:]
         try:
             with self.db.write(lock=LOCK_PROCESSING) as s:
@@ -409,6 +416,8 @@ class Worker(Poller):
                 self.shunts.shunted(s, now)  # the GM hears at most once per PBM_GM_SHUNT_NOTICE_SECONDS
         except Exception:
             log.exception("could not shunt mail %s", inbox_id)
+            return False
+        return True
 
     def tell_owner(self, s, account, until) -> None:
         """An account's owner, once per lockout: someone keeps guessing."""
