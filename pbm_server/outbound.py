@@ -7,6 +7,12 @@ relay means a retry with doubling delays, and after the retry period the row is
 marked failed and the GM is told.  Each row keeps its Message-ID across retries,
 so the rare re-send after a crash between "relay accepted" and "marked sent" is
 recognisable as the same mail.
+
+Before delivering a row the deliverer claims it (``claimed_by``/``claimed_until``
+in one UPDATE whose row count says whether it got it), so two servers on one
+database never both send it.  If the outcome of a delivery cannot be written
+(disk full), it is kept in memory and written later with backoff; the mail is
+not sent again meanwhile.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ For one mail:
      row done.  A crash before the commit leaves the row "new": it is handled
      again after the restart, and nothing of the first try remains.
 A mail whose handling raises is "shunted": marked with its error, the GM is
-told, and the worker goes on.
+told (at most one summary an hour, shunts.py), and the worker goes on.  A
+database fault (disk full, locked, connection lost) is not the mail's fault:
+the mail stays new and is tried again after a doubling delay.
 """
 
 from __future__ import annotations
