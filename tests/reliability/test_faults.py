@@ -4,7 +4,8 @@
   mark the row sent.  It must not send the mail again and again; it keeps
   the outcome, backs off, and records it once the database takes writes.
   Fault: a trigger makes the UPDATE that marks an outbox row sent fail, the
-  way a full disk makes that write fail.
+  way a full disk makes that write fail (on PostgreSQL with its own disk-full
+  error, SQLSTATE 53100).
 * The disk is full while the worker handles a mail: the mail stays queued
   (not shunted) and is answered once the disk has room.  Fault: the worker
   runs as its own process with ``PBM_SQLITE_MAX_PAGE_COUNT``, so SQLite
@@ -27,11 +28,21 @@ def sqlite_only(server):
 
 
 def test_a_delivery_that_cannot_be_recorded_is_not_sent_again(pbm):
-    sqlite_only(pbm)
-    pbm.execute(
-        "CREATE TRIGGER disk_full BEFORE UPDATE OF status ON outbox WHEN NEW.status = 'sent' "
-        "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
-    )
+    if pbm.db_url.startswith("sqlite"):
+        pbm.execute(
+            "CREATE TRIGGER disk_full BEFORE UPDATE OF status ON outbox WHEN NEW.status = 'sent' "
+            "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        )
+    else:  # PostgreSQL's own error for a full disk (SQLSTATE 53100)
+        pbm.execute(
+            "CREATE FUNCTION disk_full() RETURNS trigger AS $f$ BEGIN "
+            "RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; "
+            "END $f$ LANGUAGE plpgsql"
+        )
+        pbm.execute(
+            "CREATE TRIGGER disk_full BEFORE UPDATE OF status ON outbox FOR EACH ROW "
+            "WHEN (NEW.status = 'sent') EXECUTE FUNCTION disk_full()"
+        )
     mid = pbm.send("tom@example.org", "pbm", "help")
     deadline = time.monotonic() + 30
     while not pbm.replies_to(mid):
@@ -42,7 +53,7 @@ def test_a_delivery_that_cannot_be_recorded_is_not_sent_again(pbm):
     time.sleep(3)
     assert len(pbm.replies_to(mid)) == 1
     assert pbm.sql("SELECT status FROM outbox")[0][0] == "pending"
-    pbm.execute("DROP TRIGGER disk_full")
+    pbm.execute("DROP TRIGGER disk_full" + ("" if pbm.db_url.startswith("sqlite") else " ON outbox"))
     pbm.settle()
     assert pbm.sql("SELECT status, attempts FROM outbox") == [("sent", 1)]
     assert len(pbm.replies_to(mid)) == 1
