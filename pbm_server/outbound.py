@@ -116,17 +116,19 @@ class Outbound(Poller):
             raise
 
     # -- claims --------------------------------------------------------------------
-    def _claim(self, row_id: int, now: datetime) -> bool:
-        """Take the row for this deliverer, in one UPDATE whose row count says
-        whether we got it: the row must still be pending and unclaimed (or
-        its claim expired, or ours from before a restart).  Two servers on one
-        database -- SQLite or PostgreSQL -- so never both deliver a row."""
+    def _claim(self, row_ids: list[int], now: datetime) -> list[int]:
+        """Take the rows for this deliverer, in one transaction: an UPDATE of
+        those still pending and unclaimed (or whose claim expired, or ours from
+        before a restart), then the ids that are now ours.  Two servers on one
+        database -- SQLite or PostgreSQL -- so never both deliver a row.  Rows
+        claimed but not reached in this pass stay ours; another server takes
+        them only after the claim expired."""
         lease = timedelta(seconds=self.settings.outbound_claim_seconds)
         with self.db.write() as s:
-            result = s.execute(
+            s.execute(
                 update(OutboundMail)
                 .where(
-                    OutboundMail.id == row_id,
+                    OutboundMail.id.in_(row_ids),
                     OutboundMail.status == "pending",
                     or_(
                         OutboundMail.claimed_until.is_(None),
@@ -137,7 +139,13 @@ class Outbound(Poller):
                 .values(claimed_by=self.identity, claimed_until=now + lease)
                 .execution_options(synchronize_session=False)
             )
-            return result.rowcount == 1
+            return list(
+                s.scalars(
+                    select(OutboundMail.id)
+                    .where(OutboundMail.id.in_(row_ids), OutboundMail.status == "pending", OutboundMail.claimed_by == self.identity)
+                    .order_by(OutboundMail.id)
+                )
+            )
 
     def _record(self, row_id: int, error: str | None, permanent: bool) -> None:
         """The outcome of one attempt, in one transaction (frees the claim)."""
@@ -198,26 +206,33 @@ class Outbound(Poller):
             with self.db.read() as s:
                 due = s.scalars(
                     select(OutboundMail.id)
-                    .where(OutboundMail.status == "pending", OutboundMail.next_attempt_at <= now)
+                    .where(
+                        OutboundMail.status == "pending",
+                        OutboundMail.next_attempt_at <= now,
+                        or_(
+                            OutboundMail.claimed_until.is_(None),
+                            OutboundMail.claimed_until < now,
+                            OutboundMail.claimed_by == self.identity,
+                        ),
+                    )
                     .order_by(OutboundMail.id)
                     .limit(limit)
                 ).all()
+            mine = self._claim(list(due), clock.now()) if due else []
         except Exception:
-            self._db_failed("read the outbox")
+            self._db_failed("read and claim the outbox")
             return 0
         handled = 0
-        for row_id in due:
+        for row_id in mine:  # the others: another server has them, or they are done
             if self._stop.is_set():
                 break
             try:
-                if not self._claim(row_id, clock.now()):
-                    continue  # another server has it, or it is done
                 with self.db.read() as s:
                     row = s.get(OutboundMail, row_id)
                     if row is None or row.status != "pending":
                         continue
             except Exception:
-                self._db_failed(f"claim outbox row {row_id}")
+                self._db_failed(f"read outbox row {row_id}")
                 break
             error: str | None = None
             permanent = False
