@@ -11,7 +11,10 @@ The path of a mail, one module each:
     gmdesk.py      the game master's mail commands, and status / history / timezone / absent
     gameplay.py    running a game's rules on a mail or a turn, snapshots, memberships
     compose.py     Jinja templates -> RFC 5322 messages (headers, redaction)
-    outbound.py    outbox -> relay (retries, backoff) or Maildir
+    outbound.py    outbox -> relay (claims, retries, backoff) or Maildir
+    throttle.py    password checks: one per account per mail, throttled per account and sender
+    headers.py     header values cleaned of line breaks before they go into a reply
+    shunts.py      the GM's summary of shunted mail, at most one per hour
     scheduler.py   deadlines, turn runs, reminders, early processing, grace, ticks
     deadlines.py   deadline expressions ("every Saturday 03:00 UTC")
     server.py      `pbm serve`: the parts above, put together

@@ -68,7 +68,7 @@ class Env:
         if self._db is None:
             url = self.settings.database_url
             try:
-                db = Database(url)
+                db = Database(url, self.settings.sqlite_max_page_count)
                 if upgrade:
                     db.upgrade()
                 else:

@@ -64,6 +64,13 @@ def turn_rng(game: Game) -> random.Random:
     return rng
 
 
+def fresh_rng() -> random.Random:
+    """A generator for a game without turns (curio): nothing is committed or
+    revealed for it, so each use gets 256 fresh bits from the OS (secrets),
+    and no output of one use tells anything about the next."""
+    return random.Random(secrets.randbits(256))
+
+
 def keep_rng(game: Game, rng: random.Random) -> None:
     version, internal, gauss = rng.getstate()
     stored = [version, list(internal), gauss]
@@ -471,11 +478,12 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
 def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
     rules = get_rules(game.kind)
     state = json.loads(json.dumps(game.state))
-    rng = turn_rng(game)
+    rng = turn_rng(game) if rules.has_turns else fresh_rng()
     outcome = rules.tick(state, Context(now=now, rng=rng, turn=game.turn, game_name=game.name))
     if outcome is None:
         return False
-    keep_rng(game, rng)
+    if rules.has_turns:
+        keep_rng(game, rng)
     _save(game, outcome.state, now)
     record_outcome(session, game, outcome, now, "scheduler")
     mailer.send_notices(session, game, rules, outcome.notices, now)
@@ -488,10 +496,12 @@ def apply_commands(
     """A mail's (or the GM's) command lines through the game.  Lines run as
     the game master are written to the audit log (``gm_actor``: who)."""
     state = json.loads(json.dumps(game.state))
-    # the dice come from the turn's stream, whatever generator the caller made
-    ctx.rng = turn_rng(game)
+    # the dice come from the turn's stream, whatever generator the caller made;
+    # a game without turns has no published stream: fresh OS randomness each time
+    ctx.rng = turn_rng(game) if rules.has_turns else fresh_rng()
     outcome = rules.apply(state, commands, ctx)
-    keep_rng(game, ctx.rng)
+    if rules.has_turns:
+        keep_rng(game, ctx.rng)
     _save(game, outcome.state, ctx.now)
     actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"
     record_outcome(session, game, outcome, ctx.now, "gm" if ctx.actor and ctx.actor.is_gm else actor, inbound_id)

@@ -249,10 +249,100 @@ class InboundHandler:
         return TEMPFAIL
 
 
+TOO_MANY = "421 4.7.0 too many connections, try again later"
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft limit of open files to the hard limit (each SMTP
+    session is a socket); returns the new soft limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        if soft == resource.RLIM_INFINITY or soft >= target:
+            return soft
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    except (ImportError, ValueError, OSError):
+        log.warning("could not raise the open-file limit", exc_info=True)
+        return -1
+
+
+class SessionLimits:
+    """Open SMTP sessions per client address and in total (all on the loop thread)."""
+
+    def __init__(self, per_client: int, total: int):
+        self.per_client = per_client
+        self.total = total
+        self.by_client: dict[str, int] = {}
+        self.open = 0
+
+    def take(self, client: str) -> bool:
+        if self.open >= self.total or self.by_client.get(client, 0) >= self.per_client:
+            return False
+        self.open += 1
+        self.by_client[client] = self.by_client.get(client, 0) + 1
+        return True
+
+    def give_back(self, client: str) -> None:
+        self.open -= 1
+        left = self.by_client.get(client, 1) - 1
+        if left > 0:
+            self.by_client[client] = left
+        else:
+            self.by_client.pop(client, None)
+
+
+def _limited_smtp_class():
+    from aiosmtpd.smtp import SMTP
+
+    class LimitedSMTP(SMTP):
+        """An SMTP session that counts against :class:`SessionLimits`: over
+        the limit it answers 421 instead of the greeting and closes."""
+
+        def __init__(self, handler, limits: SessionLimits, **kwargs):
+            super().__init__(handler, **kwargs)
+            self.limits = limits
+            self.client: str | None = None
+            self.admitted = False
+
+        def connection_made(self, transport):
+            peer = transport.get_extra_info("peername")
+            self.client = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+            self.admitted = self.limits.take(self.client)
+            super().connection_made(transport)
+
+        def connection_lost(self, error):
+            if self.admitted:
+                self.admitted = False
+                self.limits.give_back(self.client)
+            super().connection_lost(error)
+
+        async def _handle_client(self):
+            if not self.admitted:
+                log.warning("refused an SMTP session from %s: too many connections", self.client)
+                await self.push(TOO_MANY)
+                if self.transport is not None:
+                    self.transport.close()
+                return
+            await super()._handle_client()
+
+    return LimitedSMTP
+
+
 def make_controller(settings: Settings, handler: InboundHandler):
     from aiosmtpd.controller import Controller
 
-    return Controller(
+    raise_open_file_limit()
+    limits = SessionLimits(settings.smtp_max_sessions_per_client, settings.smtp_max_sessions)
+    smtp_class = _limited_smtp_class()
+
+    class LimitedController(Controller):
+        def factory(self):
+            return smtp_class(self.handler, limits, **self.SMTP_kwargs)
+
+    return LimitedController(
         handler,
         hostname=settings.listen_host,
         port=settings.listen_port,
@@ -261,4 +351,6 @@ def make_controller(settings: Settings, handler: InboundHandler):
         decode_data=False,
         server_hostname=settings.domain,
         ident="pbm-server",
+        # a session silent this long is closed (aiosmtpd answers 421 and hangs up)
+        timeout=settings.smtp_idle_timeout_seconds,
     )

@@ -18,6 +18,7 @@ from email.utils import getaddresses, parseaddr
 from inscriptis import get_text as html_to_text
 
 from games.base import Line
+from pbm_server.headers import clean_text
 from pbm_server.replies import SentMail, normalise, own_lines
 
 #: at most this many command lines are read from one mail
@@ -133,7 +134,7 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
     message_id = _header(msg, "Message-ID") or None
     return IncomingMail(
         from_addr=addr,
-        subject=_header(msg, "Subject"),
+        subject=clean_text(_header(msg, "Subject"), limit=998),
         message_id=message_id,
         references=[r for r in refs if r.startswith("<")],
         body=body,
@@ -209,16 +210,25 @@ def decode_flowed(text: str, delsp: bool = False) -> str:
     return "\n".join(out)
 
 
+class Lines(list):
+    """Command lines; ``cut_after`` is the number of the last line read when
+    the mail had more than MAX_LINES command lines (None: all were read)."""
+
+    cut_after: int | None = None
+
+
 def command_lines(body: str, sent: list[SentMail] = (), domain: str | None = None) -> list[Line]:
     """The non-blank lines the sender wrote now (see replies.py), numbered by
     their place in the body.  ``sent``: the mails of ours this one answers."""
-    lines = []
+    lines = Lines()
     for number, line in own_lines(body, sent, domain):
         text = _clean(line)
-        if text:
-            lines.append(Line(number, text))
+        if not text:
+            continue
         if len(lines) >= MAX_LINES:
+            lines.cut_after = lines[-1].number
             break
+        lines.append(Line(number, text))
     return lines
 
 
@@ -237,14 +247,64 @@ def subject_command(subject: str, body_lines: list[Line] = ()) -> Line | None:
     return Line(0, text)
 
 
+def unpaired_secrets(text: str) -> list[str]:
+    """What a ``$$`` without its partner may hide (a password wrapped onto two
+    lines, a missing closing ``$$``, a stray ``pw$$``): the text after such a
+    ``$$`` to the end of the line and its words, or, for a ``$$`` that ends
+    the line, the word before it."""
+    rest = PASSWORD_RE.sub(" ", text)
+    if "$$" not in rest:
+        return []
+    found: list[str] = []
+    parts = rest.split("$$")
+    for before, after in zip(parts, parts[1:]):
+        if after.strip():  # an opening $$: the rest of the line
+            found.append(after.strip())
+            found.extend(after.split())
+        elif before.split():  # a closing $$ at the end: the word before it
+            found.append(before.split()[-1])
+    return [f for f in found if f]
+
+
+def mask_unpaired(text: str, mask: str = "****") -> str:
+    """``text`` with everything after a stray ``$$`` (and the word glued to it)
+    masked; well-formed ``$$...$$`` pairs are left for compose.redact."""
+    pieces = PASSWORD_RE.split(text)  # even: outside pairs; odd: pair contents
+    out = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            out.append("$$" + piece + "$$")
+        elif "$$" in piece:
+            head = piece.split("$$", 1)[0]
+            head = re.sub(r"\S+$", "", head)
+            out.append(head + mask)
+        else:
+            out.append(piece)
+    return "".join(out)
+
+
 def take_passwords(lines: list[Line]) -> tuple[list[str], list[Line]]:
     """Remove every ``$$password$$`` from the lines; return the passwords found
-    and the lines that still have text."""
+    (white space around them dropped: a password holds none) and the lines
+    that still have text.  A line with a ``$$`` left over is not a command:
+    it is left out, and what it may hide is returned with the passwords'
+    fragments (see :func:`split_passwords`)."""
+    found, kept, _ = split_passwords(lines)
+    return found, kept
+
+
+def split_passwords(lines: list[Line]) -> tuple[list[str], list[Line], list[tuple[int, list[str]]]]:
+    """As :func:`take_passwords`, and also (line number, hidden fragments) of
+    every line left out because of a stray ``$$``."""
     found: list[str] = []
     kept: list[Line] = []
+    stray: list[tuple[int, list[str]]] = []
     for line in lines:
-        found.extend(PASSWORD_RE.findall(line.text))
+        found.extend(p.strip() for p in PASSWORD_RE.findall(line.text) if p.strip())
+        if "$$" in PASSWORD_RE.sub(" ", line.text):
+            stray.append((line.number, unpaired_secrets(line.text)))
+            continue
         rest = PASSWORD_RE.sub(" ", line.text).strip()
         if rest:
             kept.append(Line(line.number, " ".join(rest.split())))
-    return found, kept
+    return found, kept, stray

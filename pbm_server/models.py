@@ -193,6 +193,28 @@ class OutboundMail(Base):
     next_attempt_at: Mapped[datetime]
     last_error: Mapped[str | None] = mapped_column(Text)
     sent_at: Mapped[datetime | None]
+    #: which outbound process is delivering the row, and until when its claim holds
+    claimed_by: Mapped[str | None] = mapped_column(String(64))
+    claimed_until: Mapped[datetime | None]
+
+
+class AuthThrottle(Base):
+    """Failed password checks per account ("acct:HANDLE") and per sender
+    address ("from:ADDRESS"): see throttle.py."""
+
+    __tablename__ = "auth_throttle"
+
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)
+    #: failed checks since window_start
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    window_start: Mapped[datetime]
+    #: no password is checked for this key before then
+    blocked_until: Mapped[datetime | None]
+    #: how many times the key was blocked in a row (the block doubles each time)
+    level: Mapped[int] = mapped_column(Integer, default=0)
+    #: the account's owner was told about the lockout
+    notified: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[datetime]
 
 
 class AuditEntry(Base):

@@ -91,7 +91,7 @@ class Server:
         #: the worker, outbound and scheduler run in a second process
         self.split = processes > 1 and "listener" in parts and any(p in parts for p in BACKEND_PARTS)
         self.local_parts = ("listener",) if self.split else parts
-        self.db = Database(settings.database_url)
+        self.db = Database(settings.database_url, settings.sqlite_max_page_count)
         self.composer = Composer(settings)
         self.worker = Worker(self.db, settings, self.composer)
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
@@ -109,7 +109,7 @@ class Server:
         self.intake_first = settings.intake_first
 
     def _delivery_failed(self, session, row) -> None:
-        if row.kind == "gm":
+        if row.kind.startswith("gm"):
             return  # never tell the GM about a mail to the GM: that could loop
         self.worker.tell_gm(
             session,
