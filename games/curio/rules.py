@@ -207,7 +207,8 @@ class CurioRules(Rules[CurioMail]):
         except SetupError as e:
             raise Refused(f"this board cannot be set up: {e}") from None
         setup = Setup.from_dict(setup.to_dict())
-        seed = ctx.rng.randrange(2 ** 31)
+        # 128 bits: the layout must not be found by trying every seed from a first board mail
+        seed = ctx.rng.getrandbits(128)
         start = Position.initial(setup, seed)
         ended = start.result()
         if ended is not None:
