@@ -237,6 +237,8 @@ class Rules:
     #: what a turn is called in mails: "week", "round", "turn".
     turn_name: ClassVar[str] = "turn"
     options: ClassVar[tuple[Option, ...]] = ()
+    #: lines starting with this game's kind, mailed to pbm@DOMAIN, are this game's commands
+    pbm_prefix: ClassVar[bool] = False
 
     # -- life cycle ---------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:

@@ -15,12 +15,17 @@ from games import KINDS, get_rules
 from games.base import Actor, Context, GameError, Line
 from pbm_server import clock
 from pbm_server.compose import Composer
+from pbm_server.creation import create_game
 from pbm_server.db import Database
-from pbm_server.gameplay import DeskError, Mailer, account_by_handle, apply_commands, audit, create_game, find_game, player_count, run_turn
+from pbm_server.errors import DeskError
 from pbm_server.inbound import store_messages
+from pbm_server.lookup import account_by_handle, audit, find_game, player_count
 from pbm_server.models import Account, Game, InboundMail, OutboundMail
+from pbm_server.moves import apply_commands
+from pbm_server.notices import Mailer
 from pbm_server.passwords import hash_password
 from pbm_server.settings import load_settings
+from pbm_server.turns import run_turn
 
 EXPORT_FORMAT = "pbm-server game"
 
@@ -108,7 +113,7 @@ def account():
 @pass_env
 def account_add(env: Env, handle, email, password):
     """Register HANDLE at EMAIL (e.g. the game master's account)."""
-    from pbm_server.accounts import HANDLE_RE, MIN_PASSWORD
+    from pbm_server.commands.account import HANDLE_RE, MIN_PASSWORD
 
     if not HANDLE_RE.match(handle):
         fail(f"{handle!r} cannot be a handle")
@@ -272,7 +277,7 @@ def game_do(env: Env, name, lines):
 
 def _desk(env: Env, name: str, op, *, read: bool = False):
     """Run ``op(session, game, mailer, now)`` on game NAME in one transaction."""
-    from pbm_server.gameplay import DeskError as _DeskError
+    from pbm_server.errors import DeskError as _DeskError
 
     ctx = env.db.read() if read else env.db.write()
     with ctx as s:
@@ -363,11 +368,11 @@ def game_remove_player(env: Env, name, handle):
 @pass_env
 def game_history(env: Env, name, turn_no, viewer):
     """The report of turn TURN_NO (default: the last) and the list of turns."""
-    from pbm_server import gmdesk
+    from pbm_server import views
 
     def op(s, g, m, now):
         acc = account_by_handle(s, viewer) if viewer else None
-        _, sections = gmdesk.history(s, g, turn_no, acc, is_gm=True)
+        _, sections = views.history(s, g, turn_no, acc, is_gm=True)
         return "\n\n".join(f"{sec.title}\n{'=' * len(sec.title)}\n{sec.text}" for sec in sections)
 
     click.echo(_desk(env, name, op, read=True))
@@ -424,7 +429,7 @@ def turn_run(env: Env, name, expected):
 @pass_env
 def turn_rollback(env: Env, name, turn_no):
     """Return the game to the state before turn TURN_NO was processed (orders kept; players told)."""
-    from pbm_server.gameplay import rollback
+    from pbm_server.turns import rollback
 
     def op(s, g, m, now):
         rollback(s, g, m, turn_no, now, "cli")
@@ -444,9 +449,9 @@ def mail():
 @pass_env
 def mail_inject(env: Env, mail_from, rcpts):
     """Store one RFC 5322 message from standard input (MTA pipe delivery)."""
+    from email import policy
     from email.parser import BytesHeaderParser
     from email.utils import getaddresses
-    from email import policy
 
     raw = sys.stdin.buffer.read(env.settings.max_message_bytes + 1)
     if len(raw) > env.settings.max_message_bytes:

@@ -22,36 +22,63 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from games import get_rules
+from games import KINDS, get_rules
 from games.base import Actor, Command, Context, Line, Result
 from pbm_server import clock
-from pbm_server.accounts import COMMANDS as ACCOUNT_COMMANDS
-from pbm_server.accounts import ServerContext, run_line
+from pbm_server.commands import REGISTRY, ServerContext
 from pbm_server.compose import Composer, Reply
+from pbm_server.creation import create_game
 from pbm_server.db import LOCK_PROCESSING, Database
-from pbm_server.gameplay import (
-    Mailer,
-    account_by_email,
-    account_by_handle,
-    apply_commands,
-    audit,
-    create_game,
-    find_game,
-    seed_hash,
+from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game
+from pbm_server.mailtext import (
+    IncomingMail,
+    automatic_reason,
+    command_lines,
+    dedup_key,
+    read_mail,
+    subject_command,
+    take_passwords,
 )
-from pbm_server.mailtext import IncomingMail, automatic_reason, command_lines, dedup_key, read_mail, subject_command, take_passwords
 from pbm_server.models import Game, InboundMail, Order
+from pbm_server.moves import apply_commands
+from pbm_server.notices import Mailer, tell_gm
 from pbm_server.outbound import enqueue, replies_sent_since
-from pbm_server.polling import Poller
 from pbm_server.passwords import verify_password
+from pbm_server.polling import Poller
+from pbm_server.seeds import seed_hash
 from pbm_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: game kinds whose lines may also be sent to pbm@DOMAIN, prefixed by the kind
-#: (pbmserv style: "curio move 101 ...")
-PREFIXED_KINDS = ("curio",)
+def prefixed_kinds() -> list[str]:
+    """Kinds whose lines may also be sent to pbm@DOMAIN, starting with the
+    kind's name (pbmserv style: "curio move 101 ..."): Rules.pbm_prefix."""
+    return [kind for kind in KINDS if get_rules(kind).pbm_prefix]
+
+
+@dataclass(frozen=True)
+class ToServer:
+    """The mail's lines are pbm@ commands (or it went to no known game)."""
+
+
+@dataclass(frozen=True)
+class ToGame:
+    """The game lines go to the existing game ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NewGameOf:
+    """The game lines are for kind ``kind``, of which no game exists yet:
+    one named after the kind is created when the mail is handled."""
+
+    kind: str
+
+
+Route = ToServer | ToGame | NewGameOf
 
 
 @dataclass
@@ -62,7 +89,7 @@ class Prepared:
     mail: IncomingMail | None = None
     drop: str | None = None
     dedup: str | None = None
-    route: str = "pbm"  # "pbm" or a game name
+    route: Route = ToServer()
     server_lines: list[Line] = field(default_factory=list)
     game_lines: list[Line] = field(default_factory=list)
     game_kind: str | None = None
@@ -144,30 +171,26 @@ class Worker(Poller):
 
         with self.db.read() as s:
             account = account_by_email(s, mail.from_addr)
+            hash_ = account.password_hash if account else None
+            handle = account.handle if account else None
+        # the slow hashing, outside any transaction
+        authenticated = False
+        if passwords:
+            authenticated = any(verify_password(hash_, pw) for pw in passwords)
+            if not authenticated:
+                prep.bad_password = True
+        is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated
+        actor = prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
+
+        with self.db.read() as s:
             if local == "pbm":
-                prep.route = "pbm"
-                # a Subject is a command only for the account commands (and
-                # curio): "Game question" must not be read as a GM command
-                first = subject.text.split()[0].lower() if subject is not None else ""
-                if first in ACCOUNT_COMMANDS or first in PREFIXED_KINDS:
-                    lines = [subject] + lines
-                for line in lines:
-                    first = line.text.split()[0].lower()
-                    if first in PREFIXED_KINDS:
-                        prep.game_lines.append(line)
-                        prep.game_kind = first
-                    else:
-                        prep.server_lines.append(line)
-                if prep.game_lines:
-                    game = s.scalar(select(Game).where(Game.kind == prep.game_kind).order_by(Game.id).limit(1))
-                    prep.route = game.name if game else f"+{prep.game_kind}"  # "+kind": create on demand
+                self._route_server(s, prep, actor, subject, lines)
             else:
                 game = find_game(s, local)
                 if game is None:
-                    prep.route = "pbm"
                     prep.notes.append(f"There is no game named {local}; nothing was done.")
                     return prep
-                prep.route = game.name
+                prep.route = ToGame(game.name)
                 prep.game_kind = game.kind
                 rules = get_rules(game.kind)
                 if subject is not None:
@@ -175,25 +198,33 @@ class Worker(Poller):
                     if tried and all(c.ok for c in tried):
                         lines = [subject] + lines
                 prep.game_lines = lines
-            hash_ = account.password_hash if account else None
-            handle = account.handle if account else None
-
-            if prep.game_lines:
-                rules = get_rules(prep.game_kind)
-                prep.commands = rules.parse(prep.game_lines)
+            if prep.game_lines and prep.game_kind is not None:
+                prep.commands = get_rules(prep.game_kind).parse(prep.game_lines)
                 for cmd in prep.commands:
                     self._check_command(s, cmd, mail.from_addr, prep)
-
-        authenticated = False
-        if passwords:
-            authenticated = any(verify_password(hash_, pw) for pw in passwords)
-            if not authenticated:
-                prep.bad_password = True
-        is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated
-        prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
         if handle:
             prep.emails[handle] = mail.from_addr
         return prep
+
+    @staticmethod
+    def _route_server(s: Session, prep: Prepared, actor: Actor, subject: Line | None, lines: list[Line]) -> None:
+        """Lines to pbm@: server commands, and the lines of a game kind that
+        takes its commands there (Rules.pbm_prefix)."""
+        prefixed = prefixed_kinds()
+        if subject is not None:
+            first = subject.text.split()[0].lower()
+            if first in prefixed or REGISTRY.is_subject_command(subject.text, actor):
+                lines = [subject] + lines
+        for line in lines:
+            first = line.text.split()[0].lower()
+            if first in prefixed:
+                prep.game_lines.append(line)
+                prep.game_kind = first
+            else:
+                prep.server_lines.append(line)
+        if prep.game_kind is not None:
+            game = s.scalar(select(Game).where(Game.kind == prep.game_kind).order_by(Game.id).limit(1))
+            prep.route = ToGame(game.name) if game else NewGameOf(prep.game_kind)
 
     def _check_command(self, s, cmd: Command, sender: str, prep: Prepared) -> None:
         if cmd.credentials:
@@ -247,7 +278,7 @@ class Worker(Poller):
                     handle=actor.handle, authenticated=actor.authenticated, mailer=self.mailer, secrets=prep.secrets,
                 )
                 for line in prep.server_lines:
-                    reply.results.append(run_line(sctx, line))
+                    reply.results.append(REGISTRY.run_line(sctx, line))
                 reply.sections.extend(sctx.sections)
                 for action, detail in sctx.audit:
                     audit(s, now, actor.handle or mail.from_addr, action, detail)
@@ -264,10 +295,16 @@ class Worker(Poller):
         self._send_reply(s, row, prep, reply, reply_from, now)
 
     def _run_game(self, s, row: InboundMail, prep: Prepared, reply: Reply, now) -> str:
-        if prep.route.startswith("+"):
-            game = create_game(s, prep.game_kind, prep.game_kind, {}, None, now, actor="system")
+        route = prep.route
+        if isinstance(route, NewGameOf):
+            game = create_game(s, route.kind, route.kind, {}, None, now, actor="system")
+        elif isinstance(route, ToGame):
+            found = find_game(s, route.name)
+            if found is None:
+                raise LookupError(f"the game {route.name} went away while the mail was handled")
+            game = found
         else:
-            game = find_game(s, prep.route)
+            raise ValueError(f"game lines without a game route: {route!r}")
         rules = get_rules(game.kind)
         reply.kind = game.kind
         row.game_id = game.id
@@ -275,7 +312,7 @@ class Worker(Poller):
             for cmd in prep.commands:
                 reply.results.append(Result(cmd.line, False, f"{game.name} is {game.status}; nothing was done", cmd.text))
             return game.name
-        # the game draws from its turn's random stream (gameplay.apply_commands);
+        # the game draws from its turn's random stream (moves.apply_commands);
         # the mail records which published stream that was
         row.seed = seed_hash(game.turn_seed)
         ctx = Context(
@@ -348,13 +385,6 @@ class Worker(Poller):
                 now = clock.now()
                 row.status, row.note, row.processed_at = "shunted", detail, now
                 audit(s, now, "system", "shunt", f"mail {inbox_id}: {type(exc).__name__}: {exc}")
-                self.tell_gm(s, f"Mail {inbox_id} could not be processed and was set aside (shunted).", [("error", f"{type(exc).__name__}: {exc}"), ("from", row.mail_from), ("resubmit", f"pbm mail retry {inbox_id}")], now)
+                tell_gm(s, self.composer, self.settings.gm_address, f"Mail {inbox_id} could not be processed and was set aside (shunted).", [("error", f"{type(exc).__name__}: {exc}"), ("from", row.mail_from), ("resubmit", f"pbm mail retry {inbox_id}")], now)
         except Exception:
             log.exception("could not shunt mail %s", inbox_id)
-
-    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now) -> None:
-        if not self.settings.gm_address:
-            return
-        body = self.composer.render("server/gm_notice.txt", {"what": what, "details": details})
-        mid, raw = self.composer.message(to_addr=self.settings.gm_address, to_name="game master", from_local="pbm", subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
-        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind="gm", now=now)

@@ -46,6 +46,7 @@ from dataclasses import fields
 from pbm_server.compose import Composer
 from pbm_server.db import Database
 from pbm_server.inbound import GameNames, InboundHandler, IntakeWriter, make_controller
+from pbm_server.notices import tell_gm
 from pbm_server.outbound import Outbound
 from pbm_server.processing import Worker
 from pbm_server.scheduler import Scheduler
@@ -113,8 +114,10 @@ class Server:
     def _delivery_failed(self, session, row) -> None:
         if row.kind == "gm":
             return  # never tell the GM about a mail to the GM: that could loop
-        self.worker.tell_gm(
+        tell_gm(
             session,
+            self.composer,
+            self.settings.gm_address,
             f"A mail to {row.to_addr} could not be delivered and was given up.",
             [("outbox id", str(row.id)), ("attempts", str(row.attempts)), ("last error", row.last_error or "")],
             row.sent_at or row.next_attempt_at,

@@ -74,6 +74,7 @@ class CurioRules(Rules):
         "Capture all enemy royal pieces to win.  Many boards run in one game."
     )
     has_turns = False
+    pbm_prefix = True
     default_deadline = None
     turn_name = "move"
     options = (
