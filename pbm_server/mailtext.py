@@ -216,7 +216,12 @@ def command_lines(body: str) -> list[Line]:
 
 
 def subject_command(subject: str) -> Line | None:
-    text = _clean(_SUBJECT_PREFIX.sub("", subject or ""))
+    """The Subject as a candidate command line (number 0).  A Subject that
+    begins with a reply or forward prefix ("Re:", "AW:", "Fwd:" ...) answers
+    or passes on a mail and is never a command."""
+    if _SUBJECT_PREFIX.match(subject or ""):
+        return None
+    text = _clean(subject or "")
     return Line(0, text) if text else None
 
 

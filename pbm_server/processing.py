@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from games import KINDS, get_rules
 from games.base import Actor, Command, Context, Line, Result
 from pbm_server import clock
-from pbm_server.commands import REGISTRY, ServerContext
+from pbm_server.commands.dispatch import REGISTRY, ServerContext
 from pbm_server.compose import Composer, Reply
 from pbm_server.creation import create_game
 from pbm_server.db import LOCK_PROCESSING, Database

@@ -1,14 +1,9 @@
-"""The commands mailed to pbm@DOMAIN, one registry (``registry.py``) filled
-by one module per audience:
+"""The commands mailed to pbm@DOMAIN: one registry (``registry.py``), filled
+by one module per audience, and ``dispatch.py``, which imports them all:
 
+    registry.py  the Command spec, the registry, the @command decorator, dispatch
     account.py   register/signup, password, timezone, absent (a player's account)
-    info.py      games, help, status, history
+    info.py      games, help (help KIND), status, history
     desk.py      game, turn, do (the game master)
-
-Importing this package registers them all; ``REGISTRY`` is the list.
+    dispatch.py  every command registered; what the worker imports
 """
-
-from pbm_server.commands import account, desk, info
-from pbm_server.commands.registry import REGISTRY, Audience, Command, ServerContext, command
-
-__all__ = ["REGISTRY", "Audience", "Command", "ServerContext", "account", "command", "desk", "info"]
