@@ -7,6 +7,7 @@ import logging
 import random
 import secrets
 import sys
+from typing import NoReturn
 
 import click
 from sqlalchemy import func, select
@@ -49,7 +50,7 @@ class Env:
 pass_env = click.make_pass_decorator(Env, ensure=True)
 
 
-def fail(message: str, code: int = 1):
+def fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"pbm: {message}", err=True)
     sys.exit(code)
 
@@ -97,8 +98,8 @@ def db():
 @pass_env
 def db_upgrade(env: Env):
     """Create or upgrade the database to the newest schema."""
-    env.db
-    click.echo(f"database at {env.settings.database_url} is up to date")
+    # opening the database upgrades its schema
+    click.echo(f"database at {env.db.url} is up to date")
 
 
 @main.group()
@@ -174,8 +175,9 @@ def game_show(env: Env, name, viewer):
         g = find_game(s, name)
         if g is None:
             fail(f"no game named {name}")
-        if viewer and account_by_handle(s, viewer):
-            viewer = account_by_handle(s, viewer).handle
+        acc = account_by_handle(s, viewer) if viewer else None
+        if acc is not None:
+            viewer = acc.handle
         sections = get_rules(g.kind).view(g.state, viewer)
         for sec in sections:
             title, text, _ = composer.section(sec, g.kind)
@@ -222,7 +224,7 @@ def game_import(env: Env, kind, name, file, deadline):
     except json.JSONDecodeError as exc:
         fail(f"{file.name} is not JSON: {exc}")
     rules = get_rules(kind)
-    options = {}
+    options: dict = {}
     turn = 1
     if isinstance(doc, dict) and doc.get("format") == EXPORT_FORMAT:
         if doc.get("kind") != kind:
@@ -509,8 +511,8 @@ def mail_status(env: Env):
             click.echo(f"{label}: " + (", ".join(f"{st} {n}" for st, n in rows) or "empty"))
         for row in s.scalars(select(InboundMail).where(InboundMail.status == "shunted")).all():
             click.echo(f"shunted inbox {row.id} from {row.mail_from}: {(row.note or '').strip().splitlines()[-1:]}")
-        for row in s.scalars(select(OutboundMail).where(OutboundMail.status == "failed")).all():
-            click.echo(f"failed outbox {row.id} to {row.to_addr}: {row.last_error}")
+        for out in s.scalars(select(OutboundMail).where(OutboundMail.status == "failed")).all():
+            click.echo(f"failed outbox {out.id} to {out.to_addr}: {out.last_error}")
 
 
 @mail.command("retry")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from email import policy
@@ -146,7 +147,7 @@ class Composer:
         now: datetime,
         in_reply_to: str | None = None,
         references: list[str] | None = None,
-        secrets: set[str] = frozenset(),
+        secrets: AbstractSet[str] = frozenset(),
     ) -> tuple[str, bytes]:
         """A complete message; returns (Message-ID, bytes)."""
         domain = self.settings.domain

@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
+from sqlalchemy.orm import Session
+
 from games import get_rules
 from games.base import Actor, Context, Line, Outcome
 from pbm_server.durations import parse_duration, show_duration
@@ -43,18 +45,20 @@ def desk_summary(game: Game) -> str:
     )
 
 
-def set_options(session, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
+def set_options(session: Session, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
     """Set the server-side settings of a game; all or nothing."""
     rules = get_rules(game.kind)
-    values = {}
+    early: bool | None = None
+    minutes: dict[str, int] = {}
+    deadline: str | None = None
     for key, value in pairs.items():
         k = key.lower()
         if k == "early":
-            values[k] = parse_bool(value)
+            early = parse_bool(value)
         elif k in ("grace", "remind"):
-            values[k] = parse_duration(value)
+            minutes[k] = parse_duration(value)
         elif k == "deadline":
-            values[k] = value
+            deadline = value
         elif k in {o.name for o in rules.options}:
             raise DeskError(
                 f"{key} is an option of the {game.kind} game, fixed when the game was created; "
@@ -63,22 +67,22 @@ def set_options(session, game: Game, pairs: dict[str, str], now: datetime, actor
             )
         else:
             raise DeskError(f"unknown setting {key!r}: expected early=on|off, grace=DURATION (e.g. 6h), remind=DURATION (e.g. 24h) or deadline=EXPR")
-    if "deadline" in values:
-        if not rules.has_turns and values["deadline"].lower() != "none":
+    if deadline is not None:
+        if not rules.has_turns and deadline.lower() != "none":
             raise DeskError(f"{rules.title} has no turns, so it takes no deadline")
-        set_deadline(game, values["deadline"], now)
-    if "early" in values:
-        game.early = values["early"]
+        set_deadline(game, deadline, now)
+    if early is not None:
+        game.early = early
         game.early_version = None
-    if "grace" in values:
-        game.grace_minutes = values["grace"]
-    if "remind" in values:
-        game.remind_minutes = values["remind"]
+    if "grace" in minutes:
+        game.grace_minutes = minutes["grace"]
+    if "remind" in minutes:
+        game.remind_minutes = minutes["remind"]
     audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in pairs.items()), game)
     return f"{game.name}: {desk_summary(game)}"
 
 
-def pause(session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
+def pause(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
     if game.status != "running":
         raise DeskError(f"{game.name} is {game.status}, not running")
     game.status = "paused"
@@ -88,7 +92,7 @@ def pause(session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str
     return f"{game.name} is paused"
 
 
-def resume(session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
+def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
     if game.status != "paused":
         raise DeskError(f"{game.name} is {game.status}, not paused")
     game.status = "running"
@@ -99,7 +103,7 @@ def resume(session, mailer: Mailer, game: Game, now: datetime, actor: str) -> st
     return f"{game.name} is running again; next deadline {show_time(game.next_deadline)}"
 
 
-def _as_player(session, mailer: Mailer, game: Game, handle: str, text: str, now: datetime) -> Outcome:
+def _as_player(session: Session, mailer: Mailer, game: Game, handle: str, text: str, now: datetime) -> Outcome:
     acc = account_by_handle(session, handle)
     if acc is None:
         raise DeskError(f"there is no account named {handle}; the player must register first")
@@ -120,20 +124,20 @@ def _as_player(session, mailer: Mailer, game: Game, handle: str, text: str, now:
     return outcome
 
 
-def add_player(session, mailer: Mailer, game: Game, handle: str, join_line: str | None, now: datetime, actor: str) -> str:
+def add_player(session: Session, mailer: Mailer, game: Game, handle: str, join_line: str | None, now: datetime, actor: str) -> str:
     line = join_line or "JOIN"
     outcome = _as_player(session, mailer, game, handle, line, now)
     audit(session, now, actor, "game add", f"{game.name}: {handle} with {line!r}", game)
     return f"{handle} added to {game.name}: {outcome.results[0].message}"
 
 
-def remove_player(session, mailer: Mailer, game: Game, handle: str, now: datetime, actor: str) -> str:
+def remove_player(session: Session, mailer: Mailer, game: Game, handle: str, now: datetime, actor: str) -> str:
     outcome = _as_player(session, mailer, game, handle, "LEAVE", now)
     audit(session, now, actor, "game remove", f"{game.name}: {handle}", game)
     return f"{handle} removed from {game.name}: {outcome.results[0].message}"
 
 
-def gm_do(session, mailer: Mailer, game: Game, lines: list[str], gm_email: str, gm_handle: str | None, now: datetime, actor: str) -> Outcome:
+def gm_do(session: Session, mailer: Mailer, game: Game, lines: list[str], gm_email: str, gm_handle: str | None, now: datetime, actor: str) -> Outcome:
     """Run a game's own command lines as the game master."""
     rules = get_rules(game.kind)
     commands = rules.parse([Line(i + 1, text) for i, text in enumerate(lines)])

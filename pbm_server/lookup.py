@@ -35,4 +35,6 @@ def player_count(session: Session, game: Game) -> int:
     try:
         return len(get_rules(game.kind).players(game.state))
     except Exception:
-        return session.scalar(select(func.count()).select_from(Membership).where(Membership.game_id == game.id, Membership.left_at.is_(None)))
+        return session.scalar(
+            select(func.count()).select_from(Membership).where(Membership.game_id == game.id, Membership.left_at.is_(None))
+        ) or 0

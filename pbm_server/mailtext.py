@@ -15,8 +15,8 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 
-from inscriptis import get_text as html_to_text
-from mailparser_reply import EmailReplyParser
+from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
+from mailparser_reply import EmailReplyParser  # type: ignore[import-untyped]
 
 from games.base import Line
 

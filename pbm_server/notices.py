@@ -4,8 +4,9 @@ outbox row per recipient), a word to all players of a game, a notice to the GM.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from datetime import datetime
-from typing import Callable
 
 from sqlalchemy.orm import Session
 
@@ -48,8 +49,8 @@ class Mailer:
         *,
         inbound_id: int | None = None,
         footer: str | Callable[[Account], str] = "",
-        secrets_: set[str] = frozenset(),
-        skip: set[str] = frozenset(),
+        secrets_: AbstractSet[str] = frozenset(),
+        skip: AbstractSet[str] = frozenset(),
     ) -> list[tuple[Account, Rendered, str]]:
         """``footer``: text added to every mail, or a function of the
         recipient's account giving it (e.g. the deadline in their time zone).
@@ -86,7 +87,7 @@ class Mailer:
         return sent
 
 
-def tell_players(session, mailer: Mailer, game: Game, subject: str, text: str, now: datetime) -> None:
+def tell_players(session: Session, mailer: Mailer, game: Game, subject: str, text: str, now: datetime) -> None:
     rules = get_rules(game.kind)
 
     def footer(acc: Account) -> str:

@@ -63,7 +63,7 @@ def replies_sent_since(session: Session, to_addr: str, since: datetime) -> int:
         select(func.count())
         .select_from(OutboundMail)
         .where(OutboundMail.to_addr == to_addr, OutboundMail.kind == "reply", OutboundMail.created_at >= since)
-    )
+    ) or 0
 
 
 class PermanentFailure(Exception):
@@ -156,7 +156,7 @@ class Outbound(Poller):
                 handled += 1
                 with self.db.write(lock=LOCK_OUTBOUND) as s:
                     fresh = s.get(OutboundMail, row_id)
-                    if fresh.status != "pending":
+                    if fresh is None or fresh.status != "pending":
                         continue
                     now = clock.now()
                     fresh.attempts += 1

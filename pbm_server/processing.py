@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -86,7 +87,9 @@ class Prepared:
     """Everything learnt about a mail before the write transaction."""
 
     inbox_id: int
-    mail: IncomingMail | None = None
+    mail: IncomingMail
+    #: who sent it: until the passwords are checked, an unproven stranger
+    actor: Actor
     drop: str | None = None
     dedup: str | None = None
     route: Route = ToServer()
@@ -94,7 +97,6 @@ class Prepared:
     game_lines: list[Line] = field(default_factory=list)
     game_kind: str | None = None
     commands: list[Command] = field(default_factory=list)
-    actor: Actor | None = None
     bad_password: bool = False
     secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
@@ -108,7 +110,7 @@ class Worker(Poller):
         self.settings = settings
         self.composer = composer
         self.mailer = Mailer(composer)
-        self.on_processed = None  # callable() after each commit
+        self.on_processed: Callable[[], None] | None = None  # after each commit
 
     # -- loop ----------------------------------------------------------------
     def next_id(self) -> int | None:
@@ -148,9 +150,8 @@ class Worker(Poller):
             if row is None or row.status != "new":
                 return None
             raw, envelope_from, rcpts = row.raw, row.mail_from, list(row.rcpt_tos)
-        prep = Prepared(inbox_id)
         mail = read_mail(raw, envelope_from)
-        prep.mail = mail
+        prep = Prepared(inbox_id, mail, Actor(handle=None, email=mail.from_addr, authenticated=False))
         prep.dedup = dedup_key(raw, mail.message_id)
         prep.drop = automatic_reason(mail, envelope_from, self.settings.domain)
         if prep.drop:
@@ -232,7 +233,7 @@ class Worker(Poller):
             prep.secrets.add(password)
             acc = account_by_handle(s, userid)
             ok = verify_password(acc.password_hash if acc else None, password)
-            if ok and acc.email == sender:
+            if ok and acc is not None and acc.email == sender:
                 cmd.actor = acc.handle
             else:
                 # the "userid" slot may hold a misplaced password: never echo it

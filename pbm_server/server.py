@@ -42,6 +42,7 @@ import sys
 import threading
 import time
 from dataclasses import fields
+from typing import TYPE_CHECKING
 
 from pbm_server.compose import Composer
 from pbm_server.db import Database
@@ -51,6 +52,9 @@ from pbm_server.outbound import Outbound
 from pbm_server.processing import Worker
 from pbm_server.scheduler import Scheduler
 from pbm_server.settings import Settings
+
+if TYPE_CHECKING:
+    from aiosmtpd.controller import Controller
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +104,8 @@ class Server:
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
         self.scheduler = Scheduler(self.db, settings, self.worker.mailer, on_mail=self.outbound.wake.set)
         self.worker.on_processed = self.outbound.wake.set
-        self.writer = None
-        self.controller = None
+        self.writer: IntakeWriter | None = None
+        self.controller: Controller | None = None
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
         self._stopping = threading.Event()
@@ -233,12 +237,13 @@ class Server:
             threading.Thread(target=self._supervise, name="back-end-supervisor", daemon=True).start()
         if "listener" in self.local_parts:
             on_commit = self._wake_backend if self.split else self._wake_local
-            self.writer = IntakeWriter(self.db, on_commit=on_commit)
-            handler = InboundHandler(self.settings, self.writer, GameNames(self.db))
-            self.controller = make_controller(self.settings, handler)
-            self.controller.start()
+            writer = self.writer = IntakeWriter(self.db, on_commit=on_commit)
+            handler = InboundHandler(self.settings, writer, GameNames(self.db))
+            controller = self.controller = make_controller(self.settings, handler)
+            controller.start()
+        backend = f" in process {self._backend.pid}" if self._backend is not None else ""
         log.info("pbm serve: %s on %s, domain %s%s", ", ".join(self.local_parts), self.settings.listen, self.settings.domain,
-                 f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)} in process {self._backend.pid}" if self.split else "")
+                 f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)}{backend}" if self.split else "")
 
     def stop(self) -> None:
         self._stopping.set()

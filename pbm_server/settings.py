@@ -10,6 +10,7 @@ import os
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, Callable
 
 #: the project root (templates/ and migrations/ live here)
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,9 +73,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         key = "PBM_" + f.name.upper()
         if key in env:
             values[f.name] = env[key]
-    typed: dict[str, object] = {}
+    typed: dict[str, Any] = {}
     for f in fields(Settings):
         if f.name in values:
-            kind = type(f.default)
+            kind: Callable[[Any], Any] = type(f.default)
             typed[f.name] = kind(values[f.name])
     return Settings(**typed)

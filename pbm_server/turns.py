@@ -146,7 +146,7 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
     ran = snap is not None and session.scalar(
         select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "after", Snapshot.id > snap.id).limit(1)
     ) is not None
-    if turn > game.turn or not ran:
+    if turn > game.turn or not ran or snap is None:
         raise DeskError(
             f"{game.name} has no processed {rules.turn_name} {turn} to roll back "
             f"(now open: {rules.turn_name} {game.turn}); nothing was changed"

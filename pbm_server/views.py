@@ -5,6 +5,7 @@ report of a processed turn with the list of turns (``status``, ``history``).
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import Section
@@ -15,7 +16,7 @@ from pbm_server.models import Account, Game, Order, Snapshot
 from pbm_server.seeds import seed_hash
 
 
-def history(session, game: Game, turn: int | None, viewer: Account | None, is_gm: bool) -> tuple[str, list[Section]]:
+def history(session: Session, game: Game, turn: int | None, viewer: Account | None, is_gm: bool) -> tuple[str, list[Section]]:
     rules = get_rules(game.kind)
     afters = session.scalars(
         select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "after").order_by(Snapshot.id)
@@ -51,7 +52,7 @@ def history(session, game: Game, turn: int | None, viewer: Account | None, is_gm
     return f"the report of {rules.turn_name} {turn} and the list of {rules.turn_name}s follow", sections
 
 
-def status(session, game: Game, viewer: Account | None) -> list[Section]:
+def status(session: Session, game: Game, viewer: Account | None) -> list[Section]:
     rules = get_rules(game.kind)
     tz = viewer.timezone if viewer else None
     info = [f"{rules.title} game {game.name}: {game.status}"]
