@@ -15,6 +15,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import CursorResult, Table, insert, select, text
@@ -120,7 +121,7 @@ class IntakeWriter:
     commit of their message returned.  ``on_commit(n)`` is called after each
     commit of ``n`` messages."""
 
-    def __init__(self, db: Database, max_batch: int = 256, on_commit=None):
+    def __init__(self, db: Database, max_batch: int = 256, on_commit: Callable[[int], None] | None = None):
         self.db = db
         self.max_batch = max_batch
         self.on_commit = on_commit

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from games import get_rules
-from games.base import Context, Outcome, Rules
+from games.base import Command, Context, Outcome, Rules
 from pbm_server.gamestate import record_outcome, save_state
 from pbm_server.lookup import audit
 from pbm_server.models import Game
@@ -18,7 +18,7 @@ from pbm_server.seeds import keep_rng, turn_rng
 
 
 def apply_commands(
-    session: Session, game: Game, rules: Rules, commands, ctx: Context, inbound_id: int | None, gm_actor: str | None = None
+    session: Session, game: Game, rules: Rules, commands: list[Command], ctx: Context, inbound_id: int | None, gm_actor: str | None = None
 ) -> Outcome:
     """A mail's (or the GM's) command lines through the game.  Lines run as
     the game master are written to the audit log (``gm_actor``: who)."""

@@ -73,7 +73,7 @@ class PermanentFailure(Exception):
 class Outbound(Poller):
     """Delivers pending outbox rows until stopped."""
 
-    def __init__(self, db: Database, settings: Settings, on_failed=None):
+    def __init__(self, db: Database, settings: Settings, on_failed: Callable[[Session, OutboundMail], None] | None = None):
         super().__init__(settings.poll_seconds)
         self.db = db
         self.settings = settings

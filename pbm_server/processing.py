@@ -20,7 +20,7 @@ import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -227,7 +227,7 @@ class Worker(Poller):
             game = s.scalar(select(Game).where(Game.kind == prep.game_kind).order_by(Game.id).limit(1))
             prep.route = ToGame(game.name) if game else NewGameOf(prep.game_kind)
 
-    def _check_command(self, s, cmd: Command, sender: str, prep: Prepared) -> None:
+    def _check_command(self, s: Session, cmd: Command, sender: str, prep: Prepared) -> None:
         if cmd.credentials:
             userid, password = cmd.credentials
             prep.secrets.add(password)
@@ -249,7 +249,7 @@ class Worker(Poller):
                 prep.emails[acc.handle] = acc.email
 
     # -- the write transaction ---------------------------------------------------
-    def execute(self, s, row: InboundMail, prep: Prepared) -> None:
+    def execute(self, s: Session, row: InboundMail, prep: Prepared) -> None:
         now = clock.now()
         row.dedup_key = prep.dedup
         row.processed_at = now
@@ -295,7 +295,7 @@ class Worker(Poller):
         row.status = "done"
         self._send_reply(s, row, prep, reply, reply_from, now)
 
-    def _run_game(self, s, row: InboundMail, prep: Prepared, reply: Reply, now) -> str:
+    def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str:
         route = prep.route
         if isinstance(route, NewGameOf):
             game = create_game(s, route.kind, route.kind, {}, None, now, actor="system")
@@ -343,7 +343,7 @@ class Worker(Poller):
         self.mailer.send_notices(s, game, rules, outcome.notices, now, inbound_id=row.id, secrets_=prep.secrets)
         return game.name
 
-    def _send_reply(self, s, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now) -> None:
+    def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime) -> None:
         mail = prep.mail
         since = now - timedelta(hours=1)
         count = replies_sent_since(s, mail.from_addr, since)

@@ -71,7 +71,7 @@ class Scheduler:
             )
 
     @staticmethod
-    def missing(s, game: Game, moment) -> tuple[list[str], list[str], frozenset[str]]:
+    def missing(s: Session, game: Game, moment: datetime) -> tuple[list[str], list[str], frozenset[str]]:
         """(players, players who owe orders and are not on vacation, absent)."""
         rules = get_rules(game.kind)
         try:
@@ -85,13 +85,13 @@ class Scheduler:
         return players, [h for h in waiting if h.lower() not in keys], absent
 
     @staticmethod
-    def unprocessed_before(s, moment) -> bool:
+    def unprocessed_before(s: Session, moment: datetime) -> bool:
         """Is a mail received by ``moment`` still waiting for the worker?"""
         return s.scalar(
             select(InboundMail.id).where(InboundMail.status == "new", InboundMail.received_at <= moment).limit(1)
         ) is not None
 
-    def why_run(self, s, game: Game, now) -> str | None:
+    def why_run(self, s: Session, game: Game, now: datetime) -> str | None:
         """"deadline", "early" or None (not now)."""
         if game.status != "running" or game.next_deadline is None:
             return None

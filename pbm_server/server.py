@@ -55,6 +55,9 @@ from pbm_server.settings import Settings
 
 if TYPE_CHECKING:
     from aiosmtpd.controller import Controller
+    from sqlalchemy.orm import Session
+
+    from pbm_server.models import OutboundMail
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +118,7 @@ class Server:
         self._last_intake = 0.0
         self.intake_first = float(os.environ.get("PBM_INTAKE_FIRST", INTAKE_FIRST) or 0)
 
-    def _delivery_failed(self, session, row) -> None:
+    def _delivery_failed(self, session: Session, row: OutboundMail) -> None:
         if row.kind == "gm":
             return  # never tell the GM about a mail to the GM: that could loop
         tell_gm(

@@ -8,6 +8,8 @@ changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from games import KINDS, get_rules
 from games.base import Line, Result
 from pbm_server.commands.registry import Audience, ServerContext, command
@@ -18,7 +20,7 @@ from pbm_server.notices import tell_players
 from pbm_server.turns import rollback, run_turn
 
 
-def _safely(ctx: ServerContext, line: Line, fn) -> Result:
+def _safely(ctx: ServerContext, line: Line, fn: Callable[[], str]) -> Result:
     """Run a GM operation in a savepoint: a refusal changes nothing."""
     try:
         with ctx.session.begin_nested():
