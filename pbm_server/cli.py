@@ -312,12 +312,7 @@ def game_deadline(env: Env, name, expr):
     """Set the deadline (e.g. every Saturday 03:00 UTC) or 'none'."""
     from pbm_server import gmdesk
 
-    def op(s, g, m, now):
-        msg = gmdesk.set_options(s, g, {"deadline": " ".join(expr)}, now, "cli")
-        gmdesk.tell_players(s, m, g, f"{g.name}: the deadline has changed", f"The game master has set the deadline of {g.name} to: {g.deadline or 'none'}.", now)
-        return msg
-
-    click.echo(_desk(env, name, op))
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.change_deadline(s, m, g, " ".join(expr), now, "cli")))
 
 
 @game.command("pause")

@@ -1,6 +1,7 @@
 """The game master's operations on a game.
 
-``set_options``, ``pause``, ``resume``, ``add_player``, ``remove_player`` and
+``set_options``, ``change_deadline``, ``pause``, ``resume``, ``add_player``,
+``remove_player`` and
 ``gm_do`` work on the caller's session, so the CLI (``pbm game ...``) and the
 GM's mail (``pbm_server.commands.desk``) run exactly the same code; each one
 writes an audit entry (who, when, what).  A refusal raises DeskError.
@@ -80,6 +81,14 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
         game.remind_minutes = minutes["remind"]
     audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in pairs.items()), game)
     return f"{game.name}: {desk_summary(game)}"
+
+
+def change_deadline(session: Session, mailer: Mailer, game: Game, expr: str, now: datetime, actor: str) -> str:
+    """A new deadline expression (or "none"); the players are told."""
+    message = set_options(session, game, {"deadline": expr}, now, actor)
+    tell_players(session, mailer, game, f"{game.name}: the deadline has changed",
+                 f"The game master has set the deadline of {game.name} to: {game.deadline or 'none'}.", now)
+    return message
 
 
 def pause(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:

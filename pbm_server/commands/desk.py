@@ -15,8 +15,17 @@ from games.base import Line, Result
 from pbm_server.commands.registry import Audience, ServerContext, command
 from pbm_server.creation import create_game
 from pbm_server.errors import DeskError
-from pbm_server.gmdesk import DESK_KEYS, add_player, desk_summary, gm_do, pause, remove_player, resume, set_options
-from pbm_server.notices import tell_players
+from pbm_server.gmdesk import (
+    DESK_KEYS,
+    add_player,
+    change_deadline,
+    desk_summary,
+    gm_do,
+    pause,
+    remove_player,
+    resume,
+    set_options,
+)
 from pbm_server.turns import rollback, run_turn
 
 
@@ -95,10 +104,7 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
             if sub == "deadline":
                 if len(words) < 4:
                     raise DeskError("expected: game deadline NAME EXPR, e.g. game deadline g1 every Saturday 03:00 UTC, or none")
-                msg = set_options(ctx.session, g, {"deadline": " ".join(words[3:])}, ctx.now, actor)
-                tell_players(ctx.session, ctx.outbox(), g, f"{g.name}: the deadline has changed",
-                             f"The game master has set the deadline of {g.name} to: {g.deadline or 'none'}.", ctx.now)
-                return msg
+                return change_deadline(ctx.session, ctx.outbox(), g, " ".join(words[3:]), ctx.now, actor)
             if sub == "pause":
                 return pause(ctx.session, ctx.outbox(), g, ctx.now, actor)
             if sub == "resume":

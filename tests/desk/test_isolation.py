@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta, timezone
 
+from tests.harness import wait_until
+
 START = datetime(2007, 12, 7, 12, 0, tzinfo=timezone.utc)
 GAMES = ("s1", "s2", "s3")  # created in this order: s1 ticks first
 PLAYERS = {"ann": "ann@example.org", "bob": "bob@example.org"}
@@ -17,15 +19,6 @@ def digests(pbm, game: str) -> list:
 
 def gm_notices(pbm, game: str) -> list:
     return [m for m in pbm.inbox("gm@example.org") if f"tick of {game} failed" in str(m["Subject"])]
-
-
-def wait(what, check, timeout: float = 30):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_game_whose_tick_fails_does_not_stop_the_others(pbm_stopped):
@@ -49,12 +42,11 @@ def test_a_game_whose_tick_fails_does_not_stop_the_others(pbm_stopped):
 
     pbm.set_clock(START + timedelta(minutes=61))
     # the two sound games still send their digests ...
-    wait("the digests of s2 and s3", lambda: digests(pbm, "s2") and digests(pbm, "s3"))
+    wait_until(lambda: digests(pbm, "s2") and digests(pbm, "s3"), what="the digests of s2 and s3")
     assert not digests(pbm, "s1")
     # ... and the GM hears of s1 once, with the error, not at every tick
-    wait("the GM's notice", lambda: gm_notices(pbm, "s1"))
-    ticks_seen = time.monotonic()
-    wait("more ticks", lambda: time.monotonic() - ticks_seen > 3)  # PBM_TICK_SECONDS is 0.5
+    wait_until(lambda: gm_notices(pbm, "s1"), what="the GM's notice")
+    time.sleep(3)  # six more ticks (PBM_TICK_SECONDS is 0.5), each failing for s1 again
     (notice,) = gm_notices(pbm, "s1")
     text = pbm.flat(notice)
     assert "KeyError" in text and "'mail'" in text and "the other games go on" in text
@@ -62,10 +54,10 @@ def test_a_game_whose_tick_fails_does_not_stop_the_others(pbm_stopped):
 
     # repaired, s1 ticks again (ann gets its digest) and the fault is forgotten ...
     pbm.set_state("s1", good)
-    wait("the digest of s1", lambda: digests(pbm, "s1"))
-    wait("the fault to be cleared", lambda: not pbm.sql("SELECT * FROM scheduler_faults"))
+    wait_until(lambda: digests(pbm, "s1"), what="the digest of s1")
+    wait_until(lambda: not pbm.sql("SELECT * FROM scheduler_faults"), what="the fault to be cleared")
     # ... so the same damage later is news to the GM again
     assert "accepted: play 2" in pbm.flat(pbm.mail(PLAYERS["bob"], "s1", "Piece 2: 15, 2\n$$pw-bob-77$$"))
     pbm.set_state("s1", {**pbm.state("s1"), "players": broken["players"]})
-    wait("a second notice", lambda: len(gm_notices(pbm, "s1")) == 2)
-    assert [m for m in digests(pbm, "s2")] and len(digests(pbm, "s2")) == 1  # nothing new happened in s2
+    wait_until(lambda: len(gm_notices(pbm, "s1")) == 2, what="a second notice")
+    assert len(digests(pbm, "s2")) == 1  # nothing new happened in s2: no second digest
