@@ -1,10 +1,10 @@
 """The game master's operations on a game.
 
 ``set_options``, ``change_deadline``, ``pause``, ``resume``, ``add_player``,
-``remove_player`` and
-``gm_do`` work on the caller's session, so the CLI (``pbm game ...``) and the
-GM's mail (``pbm_server.commands.desk``) run exactly the same code; each one
-writes an audit entry (who, when, what).  A refusal raises DeskError.
+``remove_player`` and ``gm_do`` work on the caller's session, so the CLI
+(``pbm game ...``) and the GM's mail (``pbm_server.commands.desk``) run
+exactly the same code; each one writes an audit entry (who, when, what).  A
+refusal raises DeskError.
 """
 
 from __future__ import annotations
