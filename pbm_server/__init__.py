@@ -7,7 +7,7 @@ The path of a mail, one module each (docs/architecture.md tells the whole house)
     processing.py  the worker: loops, auth, typed routes (server / game / new game), replies into the outbox
     polling.py     the pass-then-sleep loop the worker and outbound share
     commands/      the pbm@DOMAIN commands, one registry (registry.py) filled by account.py,
-                   info.py and desk.py; dispatch.py imports them all
+                   info.py, preferences.py and desk.py; dispatch.py imports them all
     gmdesk.py      the game master's operations, for the CLI and for mail
     views.py       status and history of a game, as a viewer sees it
     creation.py    a new game: name, options, first state

@@ -2,8 +2,9 @@
 by one module per audience, and ``dispatch.py``, which imports them all:
 
     registry.py  the Command spec, the registry, the @command decorator, dispatch
-    account.py   register/signup, password, timezone, absent (a player's account)
+    account.py   register/signup, password
     info.py      games, help (help KIND), status, history
+    preferences.py  timezone, absent (a registered player's settings)
     desk.py      game, turn, do (the game master)
     dispatch.py  every command registered; what the worker imports
 """
