@@ -162,17 +162,19 @@ class Scheduler:
             log.exception("could not record the failed %s of game %s", step, game_id)
 
     def _select(self, ids: list[int], wanted: Callable[[Session, Game], object]) -> list[int]:
-        """The games of ``ids`` that ``wanted`` picks, read without a lock.  A
+        """The games of ``ids`` that ``wanted`` picks, read without a lock and
+        one by one (a row that cannot be loaded must not hide the others).  A
         game that cannot be judged is picked: its step then fails under the
         lock, and is reported there."""
         out = []
         with self.db.read() as s:
-            for g in s.scalars(select(Game).where(Game.id.in_(ids)).order_by(Game.next_deadline, Game.id)).all():
+            for game_id in ids:
                 try:
-                    if wanted(s, g):
-                        out.append(g.id)
+                    game = s.get(Game, game_id)
+                    if game is not None and wanted(s, game):
+                        out.append(game_id)
                 except Exception:
-                    out.append(g.id)
+                    out.append(game_id)
         return out
 
     # -- the steps ----------------------------------------------------------------------

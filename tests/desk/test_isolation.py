@@ -61,3 +61,36 @@ def test_a_game_whose_tick_fails_does_not_stop_the_others(pbm_stopped):
     pbm.set_state("s1", {**pbm.state("s1"), "players": broken["players"]})
     wait_until(lambda: len(gm_notices(pbm, "s1")) == 2, what="a second notice")
     assert len(digests(pbm, "s2")) == 1  # nothing new happened in s2: no second digest
+
+
+def test_a_game_the_server_cannot_read_stops_no_other_reminder_or_turn(table_stopped):
+    """Three turn-based games; the first one's kind is damaged in the
+    database, so its deadline check, reminders and tick all raise."""
+    from tests.desk.conftest import DEADLINE
+    from tests.desk.conftest import PLAYERS as TABLE
+
+    t = table_stopped.setup()  # g1, with three players
+    pbm = t.pbm
+    for game in ("g2", "g3"):
+        pbm.new_game("giveaway", game, deadline=DEADLINE)
+        for p in TABLE:
+            t.player(p, game, "JOIN")
+    pbm.execute("UPDATE games SET kind = 'lost' WHERE name = 'g1'")
+
+    pbm.set_clock("2026-11-20T04:00:00+00:00")  # the reminder window of Saturday 03:00
+    for p in TABLE:
+        for game in ("g2", "g3"):
+            t.wait_mails(p, f"{game}: reminder")
+    pbm.set_clock("2026-11-21T03:00:00+00:00")  # the deadline
+    for p in TABLE:
+        reports = t.wait_mails(p, "round 1 report", count=2)
+        assert sorted(str(m["Subject"]).split(":")[0] for m in reports) == ["g2", "g3"]
+    time.sleep(2)  # more passes of the scheduler, each failing for g1 again
+    pbm.settle()
+    for p in TABLE:
+        assert t.mails(p, "g1") == []
+    # the GM hears once of each step that fails for g1, and of nothing else
+    told = sorted(str(m["Subject"]) for m in pbm.inbox("gm@example.org") if "failed" in str(m["Subject"]))
+    assert told == [f"pbm-server: The {step} of g1 failed; the other games go on." for step in ("reminders", "tick", "turn")]
+    faults = pbm.sql("SELECT step, error FROM scheduler_faults ORDER BY step")
+    assert [(step, error) for step, error in faults] == [(s, "KeyError: 'lost'") for s in ("reminders", "tick", "turn")]
