@@ -97,10 +97,13 @@ Handler = Callable[[ServerContext, Line, list[str]], Result]
 
 @dataclass(frozen=True)
 class Command:
+    """One pbm@ command as it describes itself."""
+
     name: str
     audience: Audience
     handler: Handler
-    #: (syntax, help line) rows shown by ``help``; the first is the main form
+    #: (syntax, help line) rows shown by ``help``; the first is the main form.
+    #: A help line may say ``{kinds}``: ``help`` puts the game kinds there.
     rows: tuple[tuple[str, str], ...]
     aliases: tuple[str, ...] = ()
 
