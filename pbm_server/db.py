@@ -21,7 +21,6 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-
 #: advisory lock ids (PostgreSQL) for work that must not run twice at once
 LOCK_PROCESSING = 7301
 LOCK_SCHEDULER = 7302
@@ -64,11 +63,12 @@ def make_engine(url: str, max_pages: int = 0) -> Engine:
     return create_engine(u, pool_pre_ping=True)
 
 
-def is_transient(exc: BaseException) -> bool:
+def is_transient(first: BaseException) -> bool:
     """A fault of the database, not of the work: disk full, database locked,
     connection lost.  Such work is left queued and tried again later."""
     from sqlalchemy import exc as sa_exc
 
+    exc: BaseException | None = first
     seen = 0
     while exc is not None and seen < 10:
         if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, sa_exc.DisconnectionError)):

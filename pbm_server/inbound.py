@@ -15,13 +15,19 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import CursorResult, Table, insert, select, text
+from sqlalchemy.pool import PoolProxiedConnection
 
 from pbm_server import clock
 from pbm_server.db import Database
 from pbm_server.models import Game, InboundMail
 from pbm_server.settings import Settings
+
+if TYPE_CHECKING:
+    from aiosmtpd.controller import Controller
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,10 @@ def store_messages(db: Database, items: list[tuple[str, list[str], bytes]]) -> l
             last = s.execute(text("SELECT last_insert_rowid()")).scalar_one()
             return list(range(last - len(rows) + 1, last + 1))
         if len(rows) == 1:
-            return [s.execute(insert(InboundMail).values(**rows[0])).inserted_primary_key[0]]
+            inserted = cast(CursorResult[Any], s.execute(insert(InboundMail).values(**rows[0])))
+            key = inserted.inserted_primary_key
+            assert key is not None
+            return [key[0]]
         result = s.execute(insert(InboundMail).returning(InboundMail.id, sort_by_parameter_order=True), rows)
         return list(result.scalars())
 
@@ -64,13 +73,13 @@ class _SqliteInbox:
 
     def __init__(self, db: Database):
         self.db = db
-        table = InboundMail.__table__
+        table = cast(Table, InboundMail.__table__)
         dialect = db.engine.dialect
         self.sql = f"INSERT INTO {table.name} ({', '.join(self.COLUMNS)}) VALUES ({', '.join('?' * len(self.COLUMNS))})"
         self.procs = [table.c[c].type.bind_processor(dialect) or (lambda v: v) for c in self.COLUMNS]
-        self._conn = None
+        self._conn: PoolProxiedConnection | None = None
 
-    def _connection(self):
+    def _connection(self) -> Any:
         if self._conn is None:
             self._conn = self.db.engine.raw_connection()
         return self._conn.driver_connection
@@ -93,7 +102,8 @@ class _SqliteInbox:
         except BaseException:
             # a fault of the connection itself: start afresh with the next group
             try:
-                self._conn.invalidate()
+                if self._conn is not None:
+                    self._conn.invalidate()
             except Exception:
                 pass
             self._conn = None
@@ -111,7 +121,7 @@ class IntakeWriter:
     commit of their message returned.  ``on_commit(n)`` is called after each
     commit of ``n`` messages."""
 
-    def __init__(self, db: Database, max_batch: int = 256, on_commit=None):
+    def __init__(self, db: Database, max_batch: int = 256, on_commit: Callable[[int], None] | None = None):
         self.db = db
         self.max_batch = max_batch
         self.on_commit = on_commit
@@ -130,7 +140,7 @@ class IntakeWriter:
 
     @staticmethod
     def _resolve(batch, ids, exc) -> None:
-        for item, new_id in zip(batch, ids or [None] * len(batch)):
+        for item, new_id in zip(batch, ids or [None] * len(batch), strict=False):
             fut = item[3]
             if fut.done():  # the session went away meanwhile
                 continue
@@ -314,7 +324,7 @@ def _limited_smtp_class():
             super().connection_made(transport)
 
         def connection_lost(self, error):
-            if self.admitted:
+            if self.admitted and self.client is not None:
                 self.admitted = False
                 self.limits.give_back(self.client)
             super().connection_lost(error)
@@ -331,7 +341,7 @@ def _limited_smtp_class():
     return LimitedSMTP
 
 
-def make_controller(settings: Settings, handler: InboundHandler):
+def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
     from aiosmtpd.controller import Controller
 
     raise_open_file_limit()

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 
-from inscriptis import get_text as html_to_text
+from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
 
 from games.base import Line
 from pbm_server.headers import clean_text
@@ -94,8 +95,8 @@ def _body(msg: EmailMessage) -> tuple[str, bool]:
             return "", False
     text = _decode_part(part)
     try:
-        flowed = (part.get_param("format") or "").lower() == "flowed"
-        delsp = (part.get_param("delsp") or "").lower() == "yes"
+        flowed = str(part.get_param("format") or "").lower() == "flowed"
+        delsp = str(part.get_param("delsp") or "").lower() == "yes"
     except Exception:
         flowed = delsp = False
     if flowed and part.get_content_subtype() == "plain":
@@ -217,7 +218,7 @@ class Lines(list):
     cut_after: int | None = None
 
 
-def command_lines(body: str, sent: list[SentMail] = (), domain: str | None = None) -> list[Line]:
+def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[Line]:
     """The non-blank lines the sender wrote now (see replies.py), numbered by
     their place in the body.  ``sent``: the mails of ours this one answers."""
     lines = Lines()
@@ -232,11 +233,14 @@ def command_lines(body: str, sent: list[SentMail] = (), domain: str | None = Non
     return lines
 
 
-def subject_command(subject: str, body_lines: list[Line] = ()) -> Line | None:
-    """The Subject as a command line (number 0), or None.  A Subject that
-    repeats a line of the body (passwords aside, normalised) is not a second
-    command: it runs once."""
-    text = _clean(_SUBJECT_PREFIX.sub("", subject or ""))
+def subject_command(subject: str, body_lines: Sequence[Line] = ()) -> Line | None:
+    """The Subject as a candidate command line (number 0), or None.  A Subject
+    that begins with a reply or forward prefix ("Re:", "AW:", "Fwd:" ...)
+    answers or passes on a mail and is never a command; one that repeats a
+    line of the body (passwords aside, normalised) runs once."""
+    if _SUBJECT_PREFIX.match(subject or ""):
+        return None
+    text = _clean(subject or "")
     if not text:
         return None
     bare = normalise(PASSWORD_RE.sub(" ", text))
@@ -257,7 +261,7 @@ def unpaired_secrets(text: str) -> list[str]:
         return []
     found: list[str] = []
     parts = rest.split("$$")
-    for before, after in zip(parts, parts[1:]):
+    for before, after in zip(parts, parts[1:], strict=False):
         if after.strip():  # an opening $$: the rest of the line
             found.append(after.strip())
             found.extend(after.split())

@@ -227,3 +227,16 @@ class AuditEntry(Base):
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
     action: Mapped[str] = mapped_column(String(64))
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class SchedulerFault(Base):
+    """A scheduler step (tick, reminders, turn) that fails for a game: the
+    GM is told once per error; the row goes when the step succeeds again."""
+
+    __tablename__ = "scheduler_faults"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    step: Mapped[str] = mapped_column(String(16), primary_key=True)
+    error: Mapped[str] = mapped_column(Text)
+    since: Mapped[datetime]
+    told_at: Mapped[datetime]

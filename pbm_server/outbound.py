@@ -69,7 +69,7 @@ def replies_sent_since(session: Session, to_addr: str, since: datetime) -> int:
         select(func.count())
         .select_from(OutboundMail)
         .where(OutboundMail.to_addr == to_addr, OutboundMail.kind == "reply", OutboundMail.created_at >= since)
-    )
+    ) or 0
 
 
 class PermanentFailure(Exception):
@@ -79,7 +79,7 @@ class PermanentFailure(Exception):
 class Outbound(Poller):
     """Delivers pending outbox rows until stopped."""
 
-    def __init__(self, db: Database, settings: Settings, on_failed=None):
+    def __init__(self, db: Database, settings: Settings, on_failed: Callable[[Session, OutboundMail], None] | None = None):
         super().__init__(settings.poll_seconds)
         self.db = db
         self.settings = settings

@@ -20,46 +20,72 @@ from __future__ import annotations
 import logging
 import random
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from games import get_rules
+from games import KINDS, get_rules
 from games.base import Actor, Command, Context, Line, Result
 from pbm_server import clock
-from pbm_server.accounts import COMMANDS as ACCOUNT_COMMANDS
-from pbm_server.accounts import ServerContext, run_line
+from pbm_server.commands.dispatch import REGISTRY, ServerContext
 from pbm_server.compose import Composer, Reply
-from pbm_server.db import LOCK_PROCESSING, Database
-from pbm_server.gameplay import (
-    Mailer,
-    account_by_email,
-    account_by_handle,
-    apply_commands,
-    audit,
-    create_game,
-    find_game,
-    seed_hash,
-)
-from pbm_server.db import is_transient
+from pbm_server.creation import create_game
+from pbm_server.db import LOCK_PROCESSING, Database, is_transient
 from pbm_server.headers import clean_msgid, clean_msgids, clean_text
+from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game
 from pbm_server.mailtext import (
-    IncomingMail, automatic_reason, command_lines, dedup_key, mask_unpaired, read_mail, split_passwords, subject_command,
+    IncomingMail,
+    automatic_reason,
+    command_lines,
+    dedup_key,
+    mask_unpaired,
+    read_mail,
+    split_passwords,
+    subject_command,
 )
-from pbm_server.shunts import ShuntNotices
-from pbm_server.models import Game, InboundMail, Order
+from pbm_server.models import Account, Game, InboundMail, Order
+from pbm_server.moves import apply_commands
+from pbm_server.notices import Mailer, tell_gm
 from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
 from pbm_server.replies import sent_mails
+from pbm_server.seeds import seed_hash
 from pbm_server.settings import Settings
+from pbm_server.shunts import ShuntNotices
 from pbm_server.throttle import OK, THROTTLED, CredentialGate
 
 log = logging.getLogger(__name__)
 
-#: game kinds whose lines may also be sent to pbm@DOMAIN, prefixed by the kind
-#: (pbmserv style: "curio move 101 ...")
-PREFIXED_KINDS = ("curio",)
+def prefixed_kinds() -> list[str]:
+    """Kinds whose lines may also be sent to pbm@DOMAIN, starting with the
+    kind's name (pbmserv style: "curio move 101 ..."): Rules.pbm_prefix."""
+    return [kind for kind in KINDS if get_rules(kind).pbm_prefix]
+
+
+@dataclass(frozen=True)
+class ToServer:
+    """The mail's lines are pbm@ commands (or it went to no known game)."""
+
+
+@dataclass(frozen=True)
+class ToGame:
+    """The game lines go to the existing game ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NewGameOf:
+    """The game lines are for kind ``kind``, of which no game exists yet:
+    one named after the kind is created when the mail is handled."""
+
+    kind: str
+
+
+Route = ToServer | ToGame | NewGameOf
 
 
 @dataclass
@@ -67,15 +93,16 @@ class Prepared:
     """Everything learnt about a mail before the write transaction."""
 
     inbox_id: int
-    mail: IncomingMail | None = None
+    mail: IncomingMail
+    #: who sent it: until the passwords are checked, an unproven stranger
+    actor: Actor
     drop: str | None = None
     dedup: str | None = None
-    route: str = "pbm"  # "pbm" or a game name
+    route: Route = ToServer()
     server_lines: list[Line] = field(default_factory=list)
     game_lines: list[Line] = field(default_factory=list)
     game_kind: str | None = None
     commands: list[Command] = field(default_factory=list)
-    actor: Actor | None = None
     bad_password: bool = False
     #: the $$password$$ was not checked: too many failed attempts (throttle.py)
     throttled: bool = False
@@ -95,7 +122,7 @@ class Worker(Poller):
         self.mailer = Mailer(composer)
         self.shunts = ShuntNotices(settings, self.tell_gm)
         self._db_failures = 0  # transient database errors in a row
-        self.on_processed = None  # callable() after each commit
+        self.on_processed: Callable[[], None] | None = None  # after each commit
 
     # -- loop ----------------------------------------------------------------
     def next_id(self) -> int | None:
@@ -151,9 +178,8 @@ class Worker(Poller):
             if row is None or row.status != "new":
                 return None
             raw, envelope_from, rcpts = row.raw, row.mail_from, list(row.rcpt_tos)
-        prep = Prepared(inbox_id)
         mail = read_mail(raw, envelope_from)
-        prep.mail = mail
+        prep = Prepared(inbox_id, mail, Actor(handle=None, email=mail.from_addr, authenticated=False))
         prep.dedup = dedup_key(raw, mail.message_id)
         prep.drop = automatic_reason(mail, envelope_from, self.settings.domain)
         if prep.drop:
@@ -188,51 +214,12 @@ class Worker(Poller):
         gate = CredentialGate(self.db, self.settings, mail.from_addr, clock.now(), on_lockout=self.tell_owner)
         with self.db.read() as s:
             account = account_by_email(s, mail.from_addr)
-            if local == "pbm":
-                prep.route = "pbm"
-                # a Subject is a command only for the account commands (and
-                # curio): "Game question" must not be read as a GM command
-                first = subject.text.split()[0].lower() if subject is not None else ""
-                if first in ACCOUNT_COMMANDS or first in PREFIXED_KINDS:
-                    lines = [subject] + lines
-                for line in lines:
-                    first = line.text.split()[0].lower()
-                    if first in PREFIXED_KINDS:
-                        prep.game_lines.append(line)
-                        prep.game_kind = first
-                    else:
-                        prep.server_lines.append(line)
-                if prep.game_lines:
-                    game = s.scalar(select(Game).where(Game.kind == prep.game_kind).order_by(Game.id).limit(1))
-                    prep.route = game.name if game else f"+{prep.game_kind}"  # "+kind": create on demand
-            else:
-                game = find_game(s, local)
-                if game is None:
-                    prep.route = "pbm"
-                    prep.notes.append(f"There is no game named {local}; nothing was done.")
-                    return prep
-                prep.route = game.name
-                prep.game_kind = game.kind
-                rules = get_rules(game.kind)
-                if subject is not None:
-                    tried = rules.parse([subject])
-                    if tried and all(c.ok for c in tried):
-                        lines = [subject] + lines
-                prep.game_lines = lines
-            hash_ = account.password_hash if account else None
             handle = account.handle if account else None
-
-            if prep.game_lines:
-                rules = get_rules(prep.game_kind)
-                prep.commands = rules.parse(prep.game_lines)
-                for cmd in prep.commands:
-                    self._check_command(s, cmd, mail.from_addr, prep, gate)
-            self._check_password_lines(s, prep, mail.from_addr, gate)
-
+        # the slow hashing, outside any transaction: one password per account
+        # per mail, the first; an unregistered sender's is not checked at all
+        # (the reply says there is no account)
         authenticated = False
         if passwords:
-            # one password per account per mail: the first; an unregistered
-            # sender's is not checked at all (the reply says there is no account)
             verdict = gate.check(account, passwords[0]) if account is not None else None
             authenticated = verdict == OK
             prep.throttled = verdict == THROTTLED
@@ -240,17 +227,40 @@ class Worker(Poller):
                 gate._note("Only the first $$password$$ of a mail is checked as your password.")
             if not authenticated:
                 prep.bad_password = True
-        prep.notes.extend(gate.notes)
         is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated
-        prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
+        actor = prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
+
+        with self.db.read() as s:
+            if local == "pbm":
+                self._route_server(s, prep, actor, subject, lines)
+            else:
+                game = find_game(s, local)
+                if game is None:
+                    prep.notes.extend(gate.notes)
+                    prep.notes.append(f"There is no game named {local}; nothing was done.")
+                    return prep
+                prep.route = ToGame(game.name)
+                prep.game_kind = game.kind
+                rules = get_rules(game.kind)
+                if subject is not None:
+                    tried = rules.parse([subject])
+                    if tried and all(c.ok for c in tried):
+                        lines = [subject] + lines
+                prep.game_lines = lines
+            if prep.game_lines and prep.game_kind is not None:
+                prep.commands = get_rules(prep.game_kind).parse(prep.game_lines)
+                for cmd in prep.commands:
+                    self._check_command(s, cmd, mail.from_addr, prep, gate)
+            self._check_password_lines(s, prep, mail.from_addr, gate)
+        prep.notes.extend(gate.notes)
         if handle:
             prep.emails[handle] = mail.from_addr
         return prep
 
-    def _check_password_lines(self, s, prep: Prepared, sender: str, gate: CredentialGate) -> None:
+    def _check_password_lines(self, s: Session, prep: Prepared, sender: str, gate: CredentialGate) -> None:
         """`password HANDLE OLD NEW`: the old password is checked here, through
         the gate (once per account per mail, throttled), not in the write
-        transaction; accounts.cmd_password reads the verdict."""
+        transaction; commands.account.cmd_password reads the verdict."""
         for line in prep.server_lines:
             words = line.text.split()
             if len(words) == 4 and words[0].lower() == "password":
@@ -258,13 +268,34 @@ class Worker(Poller):
                 if acc is not None and acc.email == sender:
                     prep.verified[(acc.handle_key, words[2])] = gate.check(acc, words[2]) == OK
 
-    def _check_command(self, s, cmd: Command, sender: str, prep: Prepared, gate: CredentialGate) -> None:
+
+    @staticmethod
+    def _route_server(s: Session, prep: Prepared, actor: Actor, subject: Line | None, lines: list[Line]) -> None:
+        """Lines to pbm@: server commands, and the lines of a game kind that
+        takes its commands there (Rules.pbm_prefix)."""
+        prefixed = prefixed_kinds()
+        if subject is not None:
+            first = subject.text.split()[0].lower()
+            if first in prefixed or REGISTRY.is_subject_command(subject.text, actor):
+                lines = [subject] + lines
+        for line in lines:
+            first = line.text.split()[0].lower()
+            if first in prefixed:
+                prep.game_lines.append(line)
+                prep.game_kind = first
+            else:
+                prep.server_lines.append(line)
+        if prep.game_kind is not None:
+            game = s.scalar(select(Game).where(Game.kind == prep.game_kind).order_by(Game.id).limit(1))
+            prep.route = ToGame(game.name) if game else NewGameOf(prep.game_kind)
+
+    def _check_command(self, s: Session, cmd: Command, sender: str, prep: Prepared, gate: CredentialGate) -> None:
         if cmd.credentials:
             userid, password = cmd.credentials
             prep.secrets.add(password)
             acc = account_by_handle(s, userid)
             verdict = gate.check(acc, password, handle=userid)
-            if verdict == OK and acc.email == sender:
+            if verdict == OK and acc is not None and acc.email == sender:
                 cmd.actor = acc.handle
             else:
                 # the "userid" slot may hold a misplaced password: never echo it
@@ -282,7 +313,7 @@ class Worker(Poller):
                 prep.emails[acc.handle] = acc.email
 
     # -- the write transaction ---------------------------------------------------
-    def execute(self, s, row: InboundMail, prep: Prepared) -> None:
+    def execute(self, s: Session, row: InboundMail, prep: Prepared) -> None:
         now = clock.now()
         row.dedup_key = prep.dedup
         row.processed_at = now
@@ -315,7 +346,7 @@ class Worker(Poller):
                     verify=lambda acc, pw: prep.verified.get((acc.handle_key, pw), False),
                 )
                 for line in prep.server_lines:
-                    reply.results.append(run_line(sctx, line))
+                    reply.results.append(REGISTRY.run_line(sctx, line))
                 reply.sections.extend(sctx.sections)
                 for action, detail in sctx.audit:
                     audit(s, now, actor.handle or mail.from_addr, action, detail)
@@ -331,11 +362,17 @@ class Worker(Poller):
         row.status = "done"
         self._send_reply(s, row, prep, reply, reply_from, now)
 
-    def _run_game(self, s, row: InboundMail, prep: Prepared, reply: Reply, now) -> str:
-        if prep.route.startswith("+"):
-            game = create_game(s, prep.game_kind, prep.game_kind, {}, None, now, actor="system")
+    def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str:
+        route = prep.route
+        if isinstance(route, NewGameOf):
+            game = create_game(s, route.kind, route.kind, {}, None, now, actor="system")
+        elif isinstance(route, ToGame):
+            found = find_game(s, route.name)
+            if found is None:
+                raise LookupError(f"the game {route.name} went away while the mail was handled")
+            game = found
         else:
-            game = find_game(s, prep.route)
+            raise ValueError(f"game lines without a game route: {route!r}")
         rules = get_rules(game.kind)
         reply.kind = game.kind
         row.game_id = game.id
@@ -343,7 +380,7 @@ class Worker(Poller):
             for cmd in prep.commands:
                 reply.results.append(Result(cmd.line, False, f"{game.name} is {game.status}; nothing was done", cmd.text))
             return game.name
-        # the game draws from its turn's random stream (gameplay.apply_commands);
+        # the game draws from its turn's random stream (moves.apply_commands);
         # the mail records which published stream that was
         row.seed = seed_hash(game.turn_seed)
         ctx = Context(
@@ -373,7 +410,7 @@ class Worker(Poller):
         self.mailer.send_notices(s, game, rules, outcome.notices, now, inbound_id=row.id, secrets_=prep.secrets)
         return game.name
 
-    def _send_reply(self, s, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now) -> None:
+    def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime) -> None:
         mail = prep.mail
         since = now - timedelta(hours=1)
         count = replies_sent_since(s, mail.from_addr, since)
@@ -414,7 +451,7 @@ class Worker(Poller):
             with self.db.write(lock=LOCK_PROCESSING) as s:
                 row = s.get(InboundMail, inbox_id)
                 if row is None or row.status != "new":
-                    return
+                    return True  # another worker has dealt with it
                 now = clock.now()
                 row.status, row.note, row.processed_at = "shunted", detail, now
                 audit(s, now, "system", "shunt", f"mail {inbox_id}: {type(exc).__name__}: {exc}")
@@ -424,7 +461,7 @@ class Worker(Poller):
             return False
         return True
 
-    def tell_owner(self, s, account, until) -> None:
+    def tell_owner(self, s: Session, account: Account, until: datetime) -> None:
         """An account's owner, once per lockout: someone keeps guessing."""
         what = (f"Someone has sent many wrong passwords for your account {account.handle}. Until {until:%Y-%m-%d %H:%M} UTC "
                 "no password for it is checked, so mails that need it are refused. If this was not you, nothing is lost; "
@@ -433,9 +470,6 @@ class Worker(Poller):
         mid, raw = self.composer.message(to_addr=account.email, to_name=account.handle, from_local="pbm", subject="pbm-server: failed password attempts", body=body, auto="auto-generated", now=clock.now())
         enqueue(s, to_addr=account.email, message_id=mid, raw=raw, kind="notice", now=clock.now())
 
-    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now, kind: str = "gm", inbound_id: int | None = None) -> None:
-        if not self.settings.gm_address:
-            return
-        body = self.composer.render("server/gm_notice.txt", {"what": what, "details": details})
-        mid, raw = self.composer.message(to_addr=self.settings.gm_address, to_name="game master", from_local="pbm", subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
-        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind=kind, now=now, inbound_id=inbound_id)
+    def tell_gm(self, s: Session, what: str, details: list[tuple[str, str]], now: datetime, kind: str = "gm",
+                inbound_id: int | None = None) -> None:
+        tell_gm(s, self.composer, self.settings.gm_address, what, details, now, kind=kind, inbound_id=inbound_id)

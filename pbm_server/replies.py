@@ -35,6 +35,7 @@ Everything left, blank lines aside, is the player's.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email import policy
 from email.parser import BytesParser
@@ -131,15 +132,17 @@ _LIB_MAX_CHARS = 160
 _LIB_MAX_TRIES = 40
 
 
-def _library_patterns() -> tuple[list[re.Pattern], list[re.Pattern], re.Pattern | None]:
+def _library_patterns() -> tuple[list[re.Pattern[str]], list[re.Pattern[str]], re.Pattern[str] | None]:
     """mail-parser-reply's per-language tables (cs, it, ja, ko, nl, pl, sv, zh
     and more besides ours): attribution lines, Outlook header blocks and
     device lines.  Used as a second opinion; without them our own table stands."""
     try:
-        from mailparser_reply.constants import MAIL_LANGUAGES
+        from mailparser_reply.constants import MAIL_LANGUAGES  # type: ignore[import-untyped]
     except Exception:  # an incompatible version: our own patterns suffice
         return [], [], None
-    wrote, headers, sent_from = [], [], []
+    wrote: list[re.Pattern[str]] = []
+    headers: list[re.Pattern[str]] = []
+    sent_from: list[str] = []
     for lang, table in MAIL_LANGUAGES.items():
         if len(lang) != 2:  # not a language (the package keeps test entries here too)
             continue
@@ -179,7 +182,7 @@ class SentMail:
             msg = BytesParser(policy=policy.default).parsebytes(raw)
             part = msg.get_body(preferencelist=("plain",))
             text = part.get_content() if part is not None else ""
-            names = set()
+            names: set[str] = set()
             for name, addr in getaddresses([str(msg.get("From", ""))]):
                 names.update(x.strip().lower() for x in (name, addr) if x and x.strip())
         except Exception:
@@ -190,7 +193,7 @@ class SentMail:
 class _Known:
     """The normalised text of our mails, for run matching."""
 
-    def __init__(self, sent: list[SentMail]):
+    def __init__(self, sent: Sequence[SentMail]):
         self.whole: set[str] = set()  # every normalised line
         self.prose: set[str] = set()  # lines of the server's own wording
         self.texts: list[str] = []  # each mail as " line line ... "
@@ -220,8 +223,8 @@ def sent_mails(session, references: list[str]) -> list[SentMail]:
     return [m for m in (SentMail.from_raw(bytes(raw)) for raw in rows) if m is not None]
 
 
-def _names(sent: list[SentMail], domain: str | None) -> set[str]:
-    names = set()
+def _names(sent: Sequence[SentMail], domain: str | None) -> set[str]:
+    names: set[str] = set()
     for mail in sent:
         names.update(n for n in mail.names if len(n) >= 3)
     if domain:
@@ -308,7 +311,7 @@ def _mark_ours(lines: list[str], state: list[str], known: _Known) -> None:
             k += 1
 
 
-def classify(body: str, sent: list[SentMail] = (), domain: str | None = None) -> list[tuple[str, str]]:
+def classify(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[tuple[str, str]]:
     """(state, line) for each line of ``body``: own, blank, quote or sig."""
     lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")[:MAX_SCAN_LINES]
     n = len(lines)
@@ -366,9 +369,9 @@ def classify(body: str, sent: list[SentMail] = (), domain: str | None = None) ->
         if len(line.strip()) <= _DEVICE_MAX_CHARS and (_DEVICE_LINE.match(line) or (_LIB_DEVICE and _LIB_DEVICE.match(line))):
             state[i] = SIG
         i += 1
-    return list(zip(state, lines))
+    return list(zip(state, lines, strict=True))
 
 
-def own_lines(body: str, sent: list[SentMail] = (), domain: str | None = None) -> list[tuple[int, str]]:
+def own_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[tuple[int, str]]:
     """(line number, text) of the lines the player wrote, numbered from 1."""
     return [(number, line) for number, (state, line) in enumerate(classify(body, sent, domain), start=1) if state == OWN]

@@ -85,9 +85,9 @@ class CurioRules(Rules[CurioMail]):
         "Capture all enemy royal pieces to win.  Many boards run in one game."
     )
     has_turns = False
+    pbm_prefix = True
     default_deadline = None
     turn_name = "move"
-    pbm_prefix = True
     options = (
         Option("base", 4, "default -base: digits 1..base, every pair i<=j is a piece", int),
         Option("rows", 5, "default -rows of a new board", int),

@@ -56,7 +56,9 @@ def test_rollback_restores_the_exact_earlier_state(table_stopped):
     # the same orders and the same seed: running it again gives the same report
     pbm.run_turn("g1", "--turn", "1")
     again = pbm.text(t.wait_mails("bob", "round 1 report", count=2)[1])
-    strip = lambda text: text.split("SHA-256 of the seed of round 2")[0]  # the next round's seed is new
+    def strip(text: str) -> str:
+        return text.split("SHA-256 of the seed of round 2")[0]  # the next round's seed is new
+
     assert strip(again) == strip(report1)
     # nothing left to roll back past the open turn; the refusal changes nothing
     after = t.export()

@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 from games import KINDS as GAME_KINDS
 from games import get_rules
 from games.base import Command, Line
-from pbm_server.mailtext import PASSWORD_RE, automatic_reason, command_lines, dedup_key, read_mail, subject_command, take_passwords
+from pbm_server.mailtext import (
+    PASSWORD_RE,
+    automatic_reason,
+    command_lines,
+    dedup_key,
+    read_mail,
+    subject_command,
+    take_passwords,
+)
 
 EXAMPLES = int(os.environ.get("PBM_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -100,7 +100,7 @@ STYLES = {
     "gmail-nl-top": top([f"Op ma 23 nov 2026 om 14:53 schreef {SERVER}:", ""]),
     "gmail-it-top": top([f"Il giorno lun 23 nov 2026 alle ore 14:53 {SERVER} ha scritto:", ""]),
     "gmail-ja-top": top([f"2026年11月23日(月) 14:53 {SERVER}:", ""]),
-    "gmail-android-top": top([f"On Mon, 23 Nov 2026, 14:53 pbm-server, <pbm@pbm.test> wrote:", ""]),
+    "gmail-android-top": top(["On Mon, 23 Nov 2026, 14:53 pbm-server, <pbm@pbm.test> wrote:", ""]),
     # -- Outlook (desktop, web, mobile) ------------------------------------------------
     "outlook-en-top": top(outlook_block("From", "Sent", "To", "Subject", "Monday, November 23, 2026 2:53 PM", "_" * 32), quote=plain),
     "outlook-en-classic-top": top(

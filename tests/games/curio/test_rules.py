@@ -535,8 +535,8 @@ def test_the_templates_draw_the_same_board_in_text_and_html():
         assert all(len(line) <= 78 for line in text.splitlines() if line not in board_lines)
 
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 WORDS = ["curio", "move", "resign", "draw", "show", "showas", "subscribe", "challenge", "boards",
          "101", "102", "alice", "bob", "carol", PASSWORDS["alice"], PASSWORDS["bob"], "a2-a3",

@@ -331,7 +331,7 @@ def test_parse_never_raises(texts):
     lines = [Line(i + 1, x) for i, x in enumerate(texts)]
     cmds = RULES.parse(lines)
     assert len(cmds) == len(lines)
-    assert all(c.line is l for c, l in zip(cmds, lines, strict=True))
+    assert all(c.line is ln for c, ln in zip(cmds, lines, strict=True))
 
 
 APPLY_STATE = RULES.import_state({"players": {

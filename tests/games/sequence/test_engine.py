@@ -442,7 +442,8 @@ def test_each_play_is_announced_to_players_who_chose_each():
 def test_digest_at_most_every_hour_and_only_when_something_happened():
     t = table_with("ann", "bob", "cid", pieces=SEVENS)  # all joined at NOW: digest by default
     t.send("cid", "MAIL NONE")
-    tick = lambda minutes: RULES.tick(t.state, t.ctx(None, now=NOW + timedelta(minutes=minutes)))
+    def tick(minutes):
+        return RULES.tick(t.state, t.ctx(None, now=NOW + timedelta(minutes=minutes)))
     assert tick(70) is None  # nothing happened yet
     t.play("ann", "Piece 1: 7, 1", now=NOW + timedelta(minutes=75))
     out = tick(76)
