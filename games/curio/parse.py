@@ -66,9 +66,13 @@ class _Line:
         self.words = [t for t, _ in self.spans[self.start:]]
 
     def masked(self, *indexes: int) -> str:
-        """The line with the words at ``indexes`` (counted after ``curio``) as ****."""
+        """The line with the words at ``indexes`` (counted after ``curio``) as
+        ****, and every other word equal to one of them (a password that is
+        also the board number must not show as the board number)."""
         text = self.line.text
-        for i in sorted(indexes, reverse=True):
+        secret = {self.words[i] for i in indexes if 0 <= i < len(self.words)}
+        every = [i for i, word in enumerate(self.words) if word in secret]
+        for i in sorted(every, reverse=True):
             if 0 <= i < len(self.words):
                 a, b = self.spans[self.start + i][1]
                 text = text[:a] + "****" + text[b:]
