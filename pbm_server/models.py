@@ -205,3 +205,28 @@ class AuditEntry(Base):
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
     action: Mapped[str] = mapped_column(String(64))
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class Confirmation(Base):
+    """A request that must be confirmed from an address before it takes effect
+    (``register``: the account exists only after ``confirm CODE`` comes back from
+    that address).  Only a hash of the code is kept; the code itself was mailed
+    to ``email`` and nowhere else."""
+
+    __tablename__ = "confirmations"
+    __table_args__ = (Index("ix_confirmations_email", "email"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: register (later: email change, password reset)
+    purpose: Mapped[str] = mapped_column(String(16))
+    #: the lower-cased address that must send the code back
+    email: Mapped[str] = mapped_column(String(320))
+    handle: Mapped[str] = mapped_column(String(32))
+    #: the Argon2 hash of the password chosen at ``register``
+    password_hash: Mapped[str] = mapped_column(String(200))
+    #: SHA-256 (hex) of the normalised code
+    code_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    #: wrong codes sent from this address for this request
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
