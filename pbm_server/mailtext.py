@@ -40,6 +40,8 @@ class IncomingMail:
     body: str  # the text a person wrote: plain part, or the HTML part as text
     html_only: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    #: every Authentication-Results header, topmost first (see senderauth.py)
+    auth_results: list[str] = field(default_factory=list)
 
 
 def _header(msg: EmailMessage, name: str) -> str:
@@ -123,6 +125,10 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         list_headers = []
     if list_headers:
         headers["list-*"] = ", ".join(list_headers)
+    try:
+        auth_results = [_CONTROL.sub(" ", str(v)) for v in msg.get_all("Authentication-Results", failobj=[])]
+    except Exception:
+        auth_results = []
     refs = (_header(msg, "References") + " " + _header(msg, "In-Reply-To")).split()
     message_id = _header(msg, "Message-ID") or None
     return IncomingMail(
@@ -133,6 +139,7 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         body=body,
         html_only=html_only,
         headers=headers,
+        auth_results=auth_results,
     )
 
 

@@ -45,6 +45,7 @@ from pbm_server.models import Game, InboundMail, Order
 from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
 from pbm_server.passwords import verify_password
+from pbm_server.senderauth import unverified_reason
 from pbm_server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class Prepared:
     commands: list[Command] = field(default_factory=list)
     actor: Actor | None = None
     bad_password: bool = False
+    #: why the From address cannot be trusted (Authentication-Results); None: trusted or not checked
+    unverified: str | None = None
     secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -128,6 +131,8 @@ class Worker(Poller):
         prep.drop = automatic_reason(mail, envelope_from, self.settings.domain)
         if prep.drop:
             return prep
+        if self.settings.trusted_authserv_id:
+            prep.unverified = unverified_reason(mail.auth_results, self.settings.trusted_authserv_id, mail.from_addr)
         ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
         local = ours[0].split("@", 1)[0] if ours else "pbm"
         lines = command_lines(mail.body)
@@ -185,6 +190,10 @@ class Worker(Poller):
                     self._check_command(s, cmd, mail.from_addr, prep)
 
         authenticated = False
+        if passwords and prep.unverified:
+            prep.notes.append(f"The sender of this mail could not be verified ({prep.unverified}), so its password "
+                              "was not checked and nothing that needs it was done.")
+            passwords = []
         if passwords:
             authenticated = any(verify_password(hash_, pw) for pw in passwords)
             if not authenticated:
@@ -199,6 +208,11 @@ class Worker(Poller):
         if cmd.credentials:
             userid, password = cmd.credentials
             prep.secrets.add(password)
+            if prep.unverified:
+                prep.secrets.add(userid)
+                if cmd.error is None:
+                    cmd.error = f"the sender of this mail could not be verified ({prep.unverified}); nothing was done"
+                return
             acc = account_by_handle(s, userid)
             ok = verify_password(acc.password_hash if acc else None, password)
             if ok and acc.email == sender:

@@ -80,3 +80,46 @@ def test_a_code_typed_loosely_still_confirms(pbm):
     code = pbm.code_in(reply).lower().replace("-", " ")
     text = pbm.flat(pbm.mail("lou@example.org", "pbm", f"confirm {code.replace(' ', '')}"))
     assert "registered as lou" in text
+
+
+def _desk_mail(pbm, auth_results: list[str]) -> str:
+    msg = pbm.build(GM, "pbm", "game new giveaway g9\n$$gm-secret9$$", subject="desk")
+    for value in auth_results:
+        msg["Authentication-Results"] = value
+    pbm.send_message(msg)
+    pbm.settle()
+    (reply,) = pbm.replies_to(msg["Message-ID"])
+    return pbm.flat(reply)
+
+
+def test_a_from_that_fails_dmarc_at_our_mta_is_never_authenticated(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.env["PBM_TRUSTED_AUTHSERV_ID"] = "mx.pbm.test"
+    pbm.start()
+    pbm.cli("account", "add", "--gm", "boss", "--password", "gm-secret9")
+    pbm.secrets.add("gm-secret9")
+    # forged: our MTA found DMARC failing; a header from elsewhere claiming a pass does not help
+    text = _desk_mail(pbm, ["mx.pbm.test; dmarc=fail (p=reject) header.from=example.org",
+                            "evil.example; dmarc=pass header.from=example.org"])
+    assert "could not be verified (DMARC fail for example.org)" in text
+    # no header of our MTA at all: the mail did not come through it
+    text = _desk_mail(pbm, ["evil.example; dmarc=pass header.from=example.org"])
+    assert "no Authentication-Results from mx.pbm.test" in text
+    assert pbm.sql("SELECT count(*) FROM games")[0][0] == 0
+    # the real GM's mail, verified by our MTA, works
+    text = _desk_mail(pbm, ["mx.pbm.test 1; spf=pass smtp.mailfrom=gm@example.org; dkim=pass header.d=example.org; "
+                            "dmarc=pass header.from=example.org"])
+    assert "could not be verified" not in text and "REFUSED" not in text
+    assert pbm.sql("SELECT name FROM games") == [("g9",)]
+
+
+def test_alignment_rules_without_a_dmarc_policy():
+    from pbm_server.senderauth import unverified_reason
+
+    ours = "mx.example.net"
+    assert unverified_reason(["mx.example.net; dmarc=none; dkim=pass header.d=mail.example.org"], ours, "a@example.org") is None
+    assert unverified_reason(["mx.example.net; spf=pass smtp.mailfrom=bounce@example.org"], ours, "a@example.org") is None
+    assert unverified_reason(["mx.example.net; dkim=pass header.d=other.example; spf=fail smtp.mailfrom=x@example.org"],
+                             ours, "a@example.org") == "neither SPF nor DKIM passed for example.org"
+    assert unverified_reason(["MX.example.net (comment; with semicolon); dmarc=pass"], ours, "a@example.org") is None
+    assert unverified_reason([], ours, "a@example.org") == "the mail carries no Authentication-Results from mx.example.net"
