@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 
 from games.base import Context
 from games.giveaway import RULES
-from games.giveaway.model import Game, Gift, Player, PLAYING
+from games.giveaway.model import PLAYING, Game, Gift, Player
 from games.giveaway.rings import find_rings
 
 RUNS = 15
@@ -54,7 +54,7 @@ def make_state(n: int, seed: int = 7) -> tuple[dict, list[str]]:
         # half of them give single points (like most players of round 1)
         parts = holding[u] if rng.random() < 0.5 else rng.randint(1, min(4, holding[u]))
         cuts = sorted(rng.sample(range(1, holding[u]), parts - 1)) if parts > 1 else []
-        amounts = [b - a for a, b in zip([0] + cuts, cuts + [holding[u]])]
+        amounts = [b - a for a, b in zip([0] + cuts, cuts + [holding[u]], strict=True)]
         gifts: dict[int, int] = {}
         for a in amounts:
             v = rng.randrange(n)

@@ -114,7 +114,7 @@ def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: i
         pbm_rate = statistics.median(x["per_second"] for x in pbm_runs)
         # each pbm run against the bare run just before it: robust to a machine
         # whose other load drifts during the benchmark
-        paired = [p["per_second"] / b["per_second"] for b, p in zip(bare_runs, pbm_runs)]
+        paired = [p["per_second"] / b["per_second"] for b, p in zip(bare_runs, pbm_runs, strict=True)]
         cpu_bare = statistics.median(x["server_cpu_us_per_message"] for x in bare_runs)
         cpu_listener = statistics.median(x["listener_cpu_us_per_message"] for x in pbm_runs)
         return {

@@ -71,7 +71,7 @@ def position(n: int, seed: int = 7) -> dict:
             lines.append("BUY")
         orders[handle] = lines
     owners = {}
-    for i in range(60):
+    for _ in range(60):
         h = f"p{rng.randint(1, n):04d}"
         owners[f(rng.randint(1, 25), rng.randint(1, 12))] = h
     owners.pop("13-13", None)

@@ -103,7 +103,7 @@ def _run(with_json: bool, repeats: int = REPEATS) -> dict:
     """Per play the least CPU time over ``repeats`` runs: the machine may be
     busy with other work, and the least time is the play's own cost."""
     runs = [_run_once(with_json) for _ in range(repeats)]
-    times = [min(column) for column in zip(*(r[0] for r in runs))]
+    times = [min(column) for column in zip(*(r[0] for r in runs), strict=True)]
     first, last = sum(times[:WINDOW]), sum(times[-WINDOW:])
     return {
         "first_250_s": round(first, 4),

@@ -23,6 +23,13 @@ The mail's path: the server strips the mail down to its command lines
     # server verifies any Command.credentials (pbmserv-style "userid password")
     outcome  = rules.apply(state, commands, ctx)
 
+A game does not write that plumbing itself: :class:`Rules` implements
+``parse`` (calling the game's ``parse_line`` per line, turning an exception
+into an error Command) and ``apply`` (one ``Mail`` per call; parse errors
+become refusals; every other command goes to the game's ``handle_<name>``
+method, and a :class:`Refused` raised there becomes the line's refusal).
+See docs/architecture-games.md for the layout of a game package.
+
 For turn-based games ``pbm turn run`` / the scheduler calls
 ``rules.run_turn(state, ctx)``.  The scheduler also calls ``rules.tick(state,
 ctx)`` about once a minute so a game can do time-driven work (digests).
@@ -43,14 +50,20 @@ replaced by ``"****"``.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Callable
+from typing import Any, ClassVar, Generic, TypeVar
 
 State = dict[str, Any]
 
 #: ``Notice.to`` value meaning "every active player of this game".
 ALL_PLAYERS = "*"
+
+
+class Refused(Exception):
+    """A command that cannot be carried out.  ``str(exc)`` is the reason, sent
+    to the sender as the line's result.  Raise it before changing anything."""
 
 
 class GameError(Exception):
@@ -120,13 +133,23 @@ NOT_REGISTERED = (
 NO_PASSWORD = "this needs your password: put it anywhere in the mail between double dollar signs, like $$password$$"
 
 
-def actor_problem(actor: "Actor | None", need_password: bool = True) -> str | None:
+def actor_problem(actor: Actor | None, need_password: bool = True) -> str | None:
     """Why a game cannot act for this sender (None: it can)."""
     if actor is None or not actor.handle:
         return NOT_REGISTERED
     if need_password and not actor.authenticated:
         return NO_PASSWORD
     return None
+
+
+def sender_handle(ctx: Context, need_password: bool = True) -> str:
+    """The handle of the mail's sender; Refused (saying why) when a game cannot act for them."""
+    actor = ctx.actor
+    if actor is None or not actor.handle:
+        raise Refused(NOT_REGISTERED)
+    if need_password and not actor.authenticated:
+        raise Refused(NO_PASSWORD)
+    return actor.handle
 
 
 @dataclass
@@ -176,10 +199,11 @@ class Notice:
 
     ``to`` is a list of handles, or ``[ALL_PLAYERS]``.  ``kind`` is
     ``"report"`` (turn reports, board updates: Auto-Submitted: auto-generated)
-    or ``"notice"``.  ``per_viewer``: when true the server renders the
-    template once per recipient with ``data["viewer"]`` set to that handle,
-    so hidden information can be cut per player (the game should prefer to
-    send one Notice per player with already-filtered data instead).
+    or ``"notice"``.  The server renders a template once per recipient, with
+    ``data["viewer"]`` set to the recipient's handle unless the game set it.
+    To hide information from some players, send one Notice per player (or
+    per group who may see the same) with data already filtered for them:
+    the template cannot know what the viewer may see.
     """
 
     to: list[str]
@@ -220,9 +244,67 @@ class Option:
     parse: Callable[[str], Any] = str  # converts the string from the CLI/mail; raises ValueError
 
 
-class Rules:
-    """Base class of a game's rules.  Subclass in ``games/<kind>/__init__.py``
-    and expose an instance as ``RULES``."""
+@dataclass
+class Mail:
+    """One ``apply`` call in progress: the commands of one mail, the Outcome
+    being built and one result slot per command.  A game subclasses it to
+    hold its working state (the decoded game, what to tell whom)."""
+
+    ctx: Context
+    commands: list[Command]
+    outcome: Outcome
+    results: list[Result | None] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.results = [None] * len(self.commands)
+
+    def sender(self, need_password: bool = True) -> str:
+        """The sender's handle; Refused when the game cannot act for them."""
+        return sender_handle(self.ctx, need_password)
+
+    def begin(self) -> None:
+        """Called before each command's handler (e.g. to take a working copy)."""
+
+    def commit(self) -> None:
+        """Called after a handler accepted its command."""
+
+
+MailT = TypeVar("MailT", bound=Mail)
+
+
+def refusal(cmd: Command, message: str) -> Result:
+    """The result of a refused command."""
+    return Result(cmd.line, False, message, cmd.text)
+
+
+def acceptance(cmd: Command, message: str) -> Result:
+    """The result of an accepted command; ``message`` says what happened."""
+    return Result(cmd.line, True, "accepted: " + message, cmd.text)
+
+
+def choice(*allowed: str) -> Callable[[str], str]:
+    """An Option parser accepting one of ``allowed`` (any case)."""
+
+    def parse(text: str) -> str:
+        t = str(text).strip().lower()
+        if t not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, not {text!r}")
+        return t
+
+    return parse
+
+
+class Rules(Generic[MailT]):
+    """Base class of a game's rules.  Subclass in ``games/<kind>/rules.py``
+    and expose an instance as ``RULES`` in ``games/<kind>/__init__.py``.
+
+    A subclass writes ``parse_line`` (one line -> Command), ``open_mail`` /
+    ``close_mail`` (decode the state into its Mail, encode it back) and one
+    ``handle_<name>(mail, cmd) -> str | None`` method per command name.  A
+    handler returns what was done (the reply says "accepted: " and that),
+    raises :class:`Refused`, or returns None to leave the line's result to
+    ``close_mail`` (commands carried out together, such as one mail's
+    order set)."""
 
     kind: ClassVar[str] = ""
     title: ClassVar[str] = ""
@@ -237,11 +319,32 @@ class Rules:
     #: what a turn is called in mails: "week", "round", "turn".
     turn_name: ClassVar[str] = "turn"
     options: ClassVar[tuple[Option, ...]] = ()
+    #: lines starting with this game's kind, mailed to pbm@DOMAIN, are this
+    #: game's commands (curio's pbmserv-style "curio move ...").
+    pbm_prefix: ClassVar[bool] = False
 
     # -- life cycle ---------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:
         """Initial state for a new game with the (already parsed) options."""
         raise NotImplementedError
+
+    def option_values(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Every option's value: the defaults, overridden by ``options``.  A
+        string value is converted with the option's ``parse``; an unknown
+        name or a value ``parse`` rejects raises GameError."""
+        known = {o.name: o for o in self.options}
+        values = {o.name: o.default for o in self.options}
+        for name, value in (options or {}).items():
+            option = known.get(name)
+            if option is None:
+                raise GameError(f"{self.kind} has no option {name!r} (options: {', '.join(known) or 'none'})")
+            if isinstance(value, str):
+                try:
+                    value = option.parse(value)
+                except (ValueError, TypeError) as exc:
+                    raise GameError(f"option {name}={value!r}: {exc}") from None
+            values[name] = value
+        return values
 
     def import_state(self, data: dict[str, Any]) -> State:
         """Validate an exported/hand-written JSON document and return a state.
@@ -256,13 +359,76 @@ class Rules:
         """Parse command lines.  Never raises: a bad line becomes a Command
         with ``error`` set.  Lines that are not for this game at all may be
         returned as errors too ("unknown command ..., expected one of ...")."""
+        out = []
+        for line in lines:
+            try:
+                out.append(self.parse_line(line))
+            except Exception as exc:  # noqa: BLE001 - parse never raises
+                # the exception's text may quote the line, password and all
+                error = f"could not read this line ({type(exc).__name__})"
+                out.append(Command(line, "error", error=error, text=self.safe_echo(line)))
+        return out
+
+    def safe_echo(self, line: Line) -> str:
+        """The line as echoed back when ``parse_line`` failed on it: a game
+        whose lines carry inline passwords masks them here."""
+        return line.text
+
+    def parse_line(self, line: Line) -> Command:
+        """One line -> one Command (``error`` set for a bad line)."""
         raise NotImplementedError
 
     def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
-        """Carry out the commands of one mail from ``ctx.actor``.  Must return
-        exactly one Result per command (the server reports parse errors of
-        commands with ``error`` set if the game leaves them out)."""
+        """Carry out the commands of one mail from ``ctx.actor``.  Returns
+        exactly one Result per command, in the order of the commands."""
+        mail = self.open_mail(state, commands, ctx)
+        order = sorted(range(len(commands)), key=lambda i: self.priority(commands[i]))
+        for i in order:
+            mail.results[i] = self.carry_out(mail, commands[i])
+        self.close_mail(mail)
+        # a deferred line close_mail left without a result is not lost
+        mail.outcome.results = [
+            r if r is not None else refusal(cmd, cmd.error or "not understood")
+            for r, cmd in zip(mail.results, commands, strict=True)
+        ]
+        return mail.outcome
+
+    def carry_out(self, mail: MailT, cmd: Command) -> Result | None:
+        """One command: refused for its sender or its syntax, else handed to
+        ``handle_<name>``.  None: ``close_mail`` gives the result."""
+        refused = self.sender_refusal(mail, cmd)
+        if refused is not None:
+            return refusal(cmd, refused)
+        if cmd.error is not None:
+            return refusal(cmd, cmd.error)
+        handler: Callable[[MailT, Command], str | None] | None = getattr(self, "handle_" + cmd.name, None)
+        if handler is None:
+            return refusal(cmd, f"not understood: {self.kind} has no command {cmd.name!r}")
+        mail.begin()
+        try:
+            message = handler(mail, cmd)
+        except Refused as exc:
+            return refusal(cmd, str(exc))
+        mail.commit()
+        return None if message is None else acceptance(cmd, message)
+
+    def open_mail(self, state: State, commands: list[Command], ctx: Context) -> MailT:
+        """Decode ``state`` into this game's Mail for ``commands``."""
         raise NotImplementedError
+
+    def close_mail(self, mail: MailT) -> None:
+        """After the last command: give the deferred results, add sections and
+        notices, and set ``mail.outcome.state``."""
+
+    def priority(self, cmd: Command) -> int:
+        """Commands run in order of priority, then of their lines (default:
+        all 0, so in line order)."""
+        return 0
+
+    def sender_refusal(self, mail: MailT, cmd: Command) -> str | None:
+        """Why this sender cannot give ``cmd`` at all, checked before the
+        line's own syntax error; None: go on."""
+        return None
 
     def run_turn(self, state: State, ctx: Context) -> Outcome:
         """Resolve the current turn (weekly update, round, tick, deadline)."""
@@ -286,6 +452,12 @@ class Rules:
         """The game as ``viewer`` may see it (None: an observer / the public).
         Used by ``pbm game show NAME [--as PLAYER]`` and ``status`` mails."""
         raise NotImplementedError
+
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """Strings that must not appear in anything ``viewer`` is shown now
+        (other players' secret orders, hidden faces).  The contract tests
+        check ``view`` against it.  Nothing hidden: []."""
+        return []
 
     def help_text(self) -> str:
         """Rules summary and command syntax, for ``help KIND``."""

@@ -7,6 +7,7 @@ import logging
 import random
 import secrets
 import sys
+from typing import NoReturn
 
 import click
 from alembic.util.exc import CommandError as AlembicError
@@ -16,14 +17,19 @@ from sqlalchemy.exc import SQLAlchemyError
 from games import KINDS, get_rules
 from games.base import Actor, Context, GameError, Line
 from pbm_server import __version__, clock
-from pbm_server.compose import Composer
-from pbm_server.db import Database
-from pbm_server.gameplay import DeskError, Mailer, account_by_handle, apply_commands, audit, create_game, find_game, player_count, run_turn
-from pbm_server.inbound import store_messages
-from pbm_server.models import Account, Game, InboundMail, OutboundMail
-from pbm_server.passwords import hash_password
 from pbm_server import settings as settings_mod
+from pbm_server.compose import Composer
+from pbm_server.creation import create_game
+from pbm_server.db import Database
+from pbm_server.errors import DeskError
+from pbm_server.inbound import store_messages
+from pbm_server.lookup import account_by_handle, audit, find_game, player_count
+from pbm_server.models import Account, Game, InboundMail, OutboundMail
+from pbm_server.moves import apply_commands
+from pbm_server.notices import Mailer
+from pbm_server.passwords import hash_password
 from pbm_server.settings import Settings, SettingsError
+from pbm_server.turns import run_turn
 
 EX_USAGE = 2  # bad settings: one line per problem, never a traceback
 EX_TEMPFAIL = 75  # `mail inject`: our fault, the MTA keeps the mail and retries
@@ -68,7 +74,7 @@ class Env:
         if self._db is None:
             url = self.settings.database_url
             try:
-                db = Database(url)
+                db = Database(url, self.settings.sqlite_max_page_count)
                 if upgrade:
                     db.upgrade()
                 else:
@@ -86,7 +92,7 @@ class Env:
 pass_env = click.make_pass_decorator(Env, ensure=True)
 
 
-def fail(message: str, code: int = 1):
+def fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"pbm: {message}", err=True)
     sys.exit(code)
 
@@ -179,7 +185,7 @@ def db():
 @pass_env
 def db_upgrade(env: Env):
     """Create or upgrade the database to the newest schema."""
-    env.db
+    env.open_db(upgrade=True)
     click.echo(f"database at {settings_mod.shown(env.settings, 'database_url')} is up to date")
 
 
@@ -226,8 +232,8 @@ def db_backup(env: Env, target):
         fail("pbm db backup copies SQLite databases; for PostgreSQL run pg_dump (see docs/operations.md)", EX_USAGE)
     if os.path.exists(target):
         fail(f"{target} exists already: choose a new file", EX_USAGE)
-    env.db  # the schema is current before we copy it
-    src = sqlite3.connect(url.database, timeout=60)
+    env.open_db(upgrade=True)  # the schema is current before we copy it
+    src = sqlite3.connect(url.database or "", timeout=60)
     dst = sqlite3.connect(target)
     try:
         src.backup(dst, pages=1024)
@@ -253,7 +259,7 @@ def account():
 @pass_env
 def account_add(env: Env, handle, email, gm, password):
     """Register HANDLE at EMAIL, no confirmation needed (with --gm: the GM's account at PBM_GM_ADDRESS)."""
-    from pbm_server.accounts import HANDLE_RE, MIN_PASSWORD
+    from pbm_server.commands.account import HANDLE_RE, MIN_PASSWORD
 
     gm_address = env.settings.gm_address.lower()
     if gm:
@@ -323,8 +329,9 @@ def game_show(env: Env, name, viewer):
         g = find_game(s, name)
         if g is None:
             fail(f"no game named {name}")
-        if viewer and account_by_handle(s, viewer):
-            viewer = account_by_handle(s, viewer).handle
+        acc = account_by_handle(s, viewer) if viewer else None
+        if acc is not None:
+            viewer = acc.handle
         sections = get_rules(g.kind).view(g.state, viewer)
         for sec in sections:
             title, text, _ = composer.section(sec, g.kind)
@@ -371,7 +378,7 @@ def game_import(env: Env, kind, name, file, deadline):
     except json.JSONDecodeError as exc:
         fail(f"{file.name} is not JSON: {exc}")
     rules = get_rules(kind)
-    options = {}
+    options: dict = {}
     turn = 1
     if isinstance(doc, dict) and doc.get("format") == EXPORT_FORMAT:
         if doc.get("kind") != kind:
@@ -426,7 +433,7 @@ def game_do(env: Env, name, lines):
 
 def _desk(env: Env, name: str, op, *, read: bool = False):
     """Run ``op(session, game, mailer, now)`` on game NAME in one transaction."""
-    from pbm_server.gameplay import DeskError as _DeskError
+    from pbm_server.errors import DeskError as _DeskError
 
     ctx = env.db.read() if read else env.db.write()
     with ctx as s:
@@ -459,12 +466,7 @@ def game_deadline(env: Env, name, expr):
     """Set the deadline (e.g. every Saturday 03:00 UTC) or 'none'."""
     from pbm_server import gmdesk
 
-    def op(s, g, m, now):
-        msg = gmdesk.set_options(s, g, {"deadline": " ".join(expr)}, now, "cli")
-        gmdesk.tell_players(s, m, g, f"{g.name}: the deadline has changed", f"The game master has set the deadline of {g.name} to: {g.deadline or 'none'}.", now)
-        return msg
-
-    click.echo(_desk(env, name, op))
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.change_deadline(s, m, g, " ".join(expr), now, "cli")))
 
 
 @game.command("pause")
@@ -517,11 +519,11 @@ def game_remove_player(env: Env, name, handle):
 @pass_env
 def game_history(env: Env, name, turn_no, viewer):
     """The report of turn TURN_NO (default: the last) and the list of turns."""
-    from pbm_server import gmdesk
+    from pbm_server import views
 
     def op(s, g, m, now):
         acc = account_by_handle(s, viewer) if viewer else None
-        _, sections = gmdesk.history(s, g, turn_no, acc, is_gm=True)
+        _, sections = views.history(s, g, turn_no, acc, is_gm=True)
         return "\n\n".join(f"{sec.title}\n{'=' * len(sec.title)}\n{sec.text}" for sec in sections)
 
     click.echo(_desk(env, name, op, read=True))
@@ -578,7 +580,7 @@ def turn_run(env: Env, name, expected):
 @pass_env
 def turn_rollback(env: Env, name, turn_no):
     """Return the game to the state before turn TURN_NO was processed (orders kept; players told)."""
-    from pbm_server.gameplay import rollback
+    from pbm_server.turns import rollback
 
     def op(s, g, m, now):
         rollback(s, g, m, turn_no, now, "cli")
@@ -602,9 +604,9 @@ def mail_inject(env: Env, mail_from, rcpts):
     Exit 0: stored; 65: refused for good (the MTA bounces it); 75: a fault of
     ours, bad settings included (the MTA keeps the mail and tries again)."""
     env.fault_code = EX_TEMPFAIL
+    from email import policy
     from email.parser import BytesHeaderParser
     from email.utils import getaddresses
-    from email import policy
 
     raw = sys.stdin.buffer.read(env.settings.max_message_bytes + 1)
     if len(raw) > env.settings.max_message_bytes:
@@ -705,8 +707,8 @@ def mail_status(env: Env):
             click.echo(f"{label}: " + (", ".join(f"{st} {n}" for st, n in rows) or "empty"))
         for row in s.scalars(select(InboundMail).where(InboundMail.status == "shunted")).all():
             click.echo(f"shunted inbox {row.id} from {row.mail_from}: {(row.note or '').strip().splitlines()[-1:]}")
-        for row in s.scalars(select(OutboundMail).where(OutboundMail.status == "failed")).all():
-            click.echo(f"failed outbox {row.id} to {row.to_addr}: {row.last_error}")
+        for out in s.scalars(select(OutboundMail).where(OutboundMail.status == "failed")).all():
+            click.echo(f"failed outbox {out.id} to {out.to_addr}: {out.last_error}")
 
 
 @mail.command("retry")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
-from datetime import datetime
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound, select_autoescape
 
@@ -148,7 +149,7 @@ class Composer:
         now: datetime,
         in_reply_to: str | None = None,
         references: list[str] | None = None,
-        secrets: set[str] = frozenset(),
+        secrets: AbstractSet[str] = frozenset(),
     ) -> tuple[str, bytes]:
         """A complete message; returns (Message-ID, bytes)."""
         domain = self.settings.domain

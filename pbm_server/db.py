@@ -21,14 +21,15 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-
 #: advisory lock ids (PostgreSQL) for work that must not run twice at once
 LOCK_PROCESSING = 7301
 LOCK_SCHEDULER = 7302
 LOCK_OUTBOUND = 7303
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, max_pages: int = 0) -> Engine:
+    """``max_pages`` (SQLite; setting ``sqlite_max_page_count``): fault injection,
+    the file cannot grow past this many pages; 0: no cap."""
     u = make_url(url)
     if u.get_backend_name() == "sqlite":
         if u.database and u.database != ":memory:":
@@ -43,6 +44,10 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA busy_timeout=60000")
             cur.execute("PRAGMA foreign_keys=ON")
+            if max_pages:
+                # fault injection and quota: SQLite answers "database or disk is
+                # full" (SQLITE_FULL) when the file would grow past this
+                cur.execute(f"PRAGMA max_page_count={max_pages}")
             cur.close()
 
         @event.listens_for(engine, "begin")
@@ -56,6 +61,25 @@ def make_engine(url: str) -> Engine:
     if u.get_backend_name() == "postgresql" and u.drivername == "postgresql":
         u = u.set(drivername="postgresql+psycopg")
     return create_engine(u, pool_pre_ping=True)
+
+
+def is_transient(first: BaseException) -> bool:
+    """A fault of the database, not of the work: disk full, database locked,
+    connection lost.  Such work is left queued and tried again later."""
+    from sqlalchemy import exc as sa_exc
+
+    exc: BaseException | None = first
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, sa_exc.DisconnectionError)):
+            return True
+        if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+            return True
+        if type(exc).__name__ in ("OperationalError", "InterfaceError") and type(exc).__module__ in ("sqlite3", "psycopg", "psycopg.errors"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -85,9 +109,9 @@ def current_revision(engine: Engine) -> str | None:
 
 
 class Database:
-    def __init__(self, url: str):
+    def __init__(self, url: str, max_pages: int = 0):
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, max_pages)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._writer = sessionmaker(self.engine, expire_on_commit=False)
         self._reader = sessionmaker(self.engine.execution_options(pbm_read=True), expire_on_commit=False)

@@ -15,13 +15,19 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import CursorResult, Table, insert, select, text
+from sqlalchemy.pool import PoolProxiedConnection
 
 from pbm_server import clock
 from pbm_server.db import Database
 from pbm_server.models import Game, InboundMail
 from pbm_server.settings import Settings
+
+if TYPE_CHECKING:
+    from aiosmtpd.controller import Controller
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,10 @@ def store_messages(db: Database, items: list[tuple[str, list[str], bytes]]) -> l
             last = s.execute(text("SELECT last_insert_rowid()")).scalar_one()
             return list(range(last - len(rows) + 1, last + 1))
         if len(rows) == 1:
-            return [s.execute(insert(InboundMail).values(**rows[0])).inserted_primary_key[0]]
+            inserted = cast(CursorResult[Any], s.execute(insert(InboundMail).values(**rows[0])))
+            key = inserted.inserted_primary_key
+            assert key is not None
+            return [key[0]]
         result = s.execute(insert(InboundMail).returning(InboundMail.id, sort_by_parameter_order=True), rows)
         return list(result.scalars())
 
@@ -64,13 +73,13 @@ class _SqliteInbox:
 
     def __init__(self, db: Database):
         self.db = db
-        table = InboundMail.__table__
+        table = cast(Table, InboundMail.__table__)
         dialect = db.engine.dialect
         self.sql = f"INSERT INTO {table.name} ({', '.join(self.COLUMNS)}) VALUES ({', '.join('?' * len(self.COLUMNS))})"
         self.procs = [table.c[c].type.bind_processor(dialect) or (lambda v: v) for c in self.COLUMNS]
-        self._conn = None
+        self._conn: PoolProxiedConnection | None = None
 
-    def _connection(self):
+    def _connection(self) -> Any:
         if self._conn is None:
             self._conn = self.db.engine.raw_connection()
         return self._conn.driver_connection
@@ -93,7 +102,8 @@ class _SqliteInbox:
         except BaseException:
             # a fault of the connection itself: start afresh with the next group
             try:
-                self._conn.invalidate()
+                if self._conn is not None:
+                    self._conn.invalidate()
             except Exception:
                 pass
             self._conn = None
@@ -111,7 +121,7 @@ class IntakeWriter:
     commit of their message returned.  ``on_commit(n)`` is called after each
     commit of ``n`` messages."""
 
-    def __init__(self, db: Database, max_batch: int = 256, on_commit=None):
+    def __init__(self, db: Database, max_batch: int = 256, on_commit: Callable[[int], None] | None = None):
         self.db = db
         self.max_batch = max_batch
         self.on_commit = on_commit
@@ -130,7 +140,7 @@ class IntakeWriter:
 
     @staticmethod
     def _resolve(batch, ids, exc) -> None:
-        for item, new_id in zip(batch, ids or [None] * len(batch)):
+        for item, new_id in zip(batch, ids or [None] * len(batch), strict=False):
             fut = item[3]
             if fut.done():  # the session went away meanwhile
                 continue
@@ -249,10 +259,100 @@ class InboundHandler:
         return TEMPFAIL
 
 
-def make_controller(settings: Settings, handler: InboundHandler):
+TOO_MANY = "421 4.7.0 too many connections, try again later"
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft limit of open files to the hard limit (each SMTP
+    session is a socket); returns the new soft limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        if soft == resource.RLIM_INFINITY or soft >= target:
+            return soft
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    except (ImportError, ValueError, OSError):
+        log.warning("could not raise the open-file limit", exc_info=True)
+        return -1
+
+
+class SessionLimits:
+    """Open SMTP sessions per client address and in total (all on the loop thread)."""
+
+    def __init__(self, per_client: int, total: int):
+        self.per_client = per_client
+        self.total = total
+        self.by_client: dict[str, int] = {}
+        self.open = 0
+
+    def take(self, client: str) -> bool:
+        if self.open >= self.total or self.by_client.get(client, 0) >= self.per_client:
+            return False
+        self.open += 1
+        self.by_client[client] = self.by_client.get(client, 0) + 1
+        return True
+
+    def give_back(self, client: str) -> None:
+        self.open -= 1
+        left = self.by_client.get(client, 1) - 1
+        if left > 0:
+            self.by_client[client] = left
+        else:
+            self.by_client.pop(client, None)
+
+
+def _limited_smtp_class():
+    from aiosmtpd.smtp import SMTP
+
+    class LimitedSMTP(SMTP):
+        """An SMTP session that counts against :class:`SessionLimits`: over
+        the limit it answers 421 instead of the greeting and closes."""
+
+        def __init__(self, handler, limits: SessionLimits, **kwargs):
+            super().__init__(handler, **kwargs)
+            self.limits = limits
+            self.client: str | None = None
+            self.admitted = False
+
+        def connection_made(self, transport):
+            peer = transport.get_extra_info("peername")
+            self.client = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+            self.admitted = self.limits.take(self.client)
+            super().connection_made(transport)
+
+        def connection_lost(self, error):
+            if self.admitted and self.client is not None:
+                self.admitted = False
+                self.limits.give_back(self.client)
+            super().connection_lost(error)
+
+        async def _handle_client(self):
+            if not self.admitted:
+                log.warning("refused an SMTP session from %s: too many connections", self.client)
+                await self.push(TOO_MANY)
+                if self.transport is not None:
+                    self.transport.close()
+                return
+            await super()._handle_client()
+
+    return LimitedSMTP
+
+
+def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
     from aiosmtpd.controller import Controller
 
-    return Controller(
+    raise_open_file_limit()
+    limits = SessionLimits(settings.smtp_max_sessions_per_client, settings.smtp_max_sessions)
+    smtp_class = _limited_smtp_class()
+
+    class LimitedController(Controller):
+        def factory(self):
+            return smtp_class(self.handler, limits, **self.SMTP_kwargs)
+
+    return LimitedController(
         handler,
         hostname=settings.listen_host,
         port=settings.listen_port,
@@ -261,4 +361,6 @@ def make_controller(settings: Settings, handler: InboundHandler):
         decode_data=False,
         server_hostname=settings.domain,
         ident="pbm-server",
+        # a session silent this long is closed (aiosmtpd answers 421 and hangs up)
+        timeout=settings.smtp_idle_timeout_seconds,
     )

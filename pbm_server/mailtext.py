@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 
-from inscriptis import get_text as html_to_text
-from mailparser_reply import EmailReplyParser
+from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
 
 from games.base import Line
+from pbm_server.headers import clean_text
+from pbm_server.replies import SentMail, normalise, own_lines
 
 #: at most this many command lines are read from one mail
 MAX_LINES = 300
@@ -28,7 +30,6 @@ MAX_LINE_CHARS = 500
 PASSWORD_RE = re.compile(r"\$\$(.+?)\$\$")
 _SUBJECT_PREFIX = re.compile(r"^\s*((re|aw|sv|fw|fwd|wg|tr)\s*(\[\d+\])?\s*:\s*)+", re.I)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_REPLY_PARSER = EmailReplyParser(languages=["en", "de", "fr", "es", "it", "nl", "sv", "pl"])
 
 
 @dataclass
@@ -95,6 +96,13 @@ def _body(msg: EmailMessage) -> tuple[str, bool]:
         else:
             return "", False
     text = _decode_part(part)
+    try:
+        flowed = str(part.get_param("format") or "").lower() == "flowed"
+        delsp = str(part.get_param("delsp") or "").lower() == "yes"
+    except Exception:
+        flowed = delsp = False
+    if flowed and part.get_content_subtype() == "plain":
+        text = decode_flowed(text, delsp)
     if part.get_content_subtype() == "html":
         try:
             return html_to_text(text), True
@@ -133,7 +141,7 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
     message_id = _header(msg, "Message-ID") or None
     return IncomingMail(
         from_addr=addr,
-        subject=_header(msg, "Subject"),
+        subject=clean_text(_header(msg, "Subject"), limit=998),
         message_id=message_id,
         references=[r for r in refs if r.startswith("<")],
         body=body,
@@ -187,54 +195,127 @@ def _clean(line: str) -> str:
     return _CONTROL.sub(" ", line).strip()[:MAX_LINE_CHARS]
 
 
-def _fresh_text(body: str) -> str:
-    """The part of the body the sender wrote now: no quoted reply tail, no signature."""
-    body = body.replace("\r\n", "\n").replace("\r", "\n")
-    try:
-        replies = _REPLY_PARSER.read(text=body).replies
-    except Exception:
-        replies = []
-    for reply in replies:
-        own = [ln for ln in (reply.body or "").split("\n") if not ln.lstrip().startswith(">")]
-        if any(ln.strip() for ln in own):
-            return "\n".join(own)
-    if replies:
-        return ""
-    # the parser failed: fall back to our own simple rules
-    out = []
-    for ln in body.split("\n"):
-        if ln.rstrip() in ("--", "-- "):
-            break
-        if not ln.lstrip().startswith(">"):
-            out.append(ln)
+def decode_flowed(text: str, delsp: bool = False) -> str:
+    """Undo ``format=flowed`` (RFC 3676): a line ending in a space goes on in
+    the next line of the same quote depth (with DelSp=yes that space goes too);
+    one leading space of a line is stuffing.  Quoted lines come back as
+    ``> `` per level; the signature line ``-- `` is never joined."""
+    out: list[str] = []
+    open_depth: int | None = None  # depth of the paragraph still going on
+    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        depth = len(raw) - len(raw.lstrip(">"))
+        line = raw[depth:]
+        if line.startswith(" "):
+            line = line[1:]  # space-stuffing (or the space after the quote marks)
+        soft = line.endswith(" ") and line != "-- "
+        if soft and delsp:
+            line = line[:-1]
+        if open_depth == depth and out:
+            out[-1] += line
+        else:
+            out.append(("> " * depth if depth else "") + line)
+        open_depth = depth if soft else None
     return "\n".join(out)
 
 
-def command_lines(body: str) -> list[Line]:
-    """Non-blank, non-quoted lines before the signature, numbered 1.."""
-    lines = []
-    for number, line in enumerate(_fresh_text(body).split("\n"), start=1):
+class Lines(list):
+    """Command lines; ``cut_after`` is the number of the last line read when
+    the mail had more than MAX_LINES command lines (None: all were read)."""
+
+    cut_after: int | None = None
+
+
+def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[Line]:
+    """The non-blank lines the sender wrote now (see replies.py), numbered by
+    their place in the body.  ``sent``: the mails of ours this one answers."""
+    lines = Lines()
+    for number, line in own_lines(body, sent, domain):
         text = _clean(line)
-        if text:
-            lines.append(Line(number, text))
+        if not text:
+            continue
         if len(lines) >= MAX_LINES:
+            lines.cut_after = lines[-1].number
             break
+        lines.append(Line(number, text))
     return lines
 
 
-def subject_command(subject: str) -> Line | None:
-    text = _clean(_SUBJECT_PREFIX.sub("", subject or ""))
-    return Line(0, text) if text else None
+def subject_command(subject: str, body_lines: Sequence[Line] = ()) -> Line | None:
+    """The Subject as a candidate command line (number 0), or None.  A Subject
+    that begins with a reply or forward prefix ("Re:", "AW:", "Fwd:" ...)
+    answers or passes on a mail and is never a command; one that repeats a
+    line of the body (passwords aside, normalised) runs once."""
+    if _SUBJECT_PREFIX.match(subject or ""):
+        return None
+    text = _clean(subject or "")
+    if not text:
+        return None
+    bare = normalise(PASSWORD_RE.sub(" ", text))
+    if bare and any(normalise(PASSWORD_RE.sub(" ", line.text)) == bare for line in body_lines):
+        # only its $$password$$ (if any) still counts
+        kept = " ".join(f"$${pw}$$" for pw in PASSWORD_RE.findall(text))
+        return Line(0, kept) if kept else None
+    return Line(0, text)
+
+
+def unpaired_secrets(text: str) -> list[str]:
+    """What a ``$$`` without its partner may hide (a password wrapped onto two
+    lines, a missing closing ``$$``, a stray ``pw$$``): the text after such a
+    ``$$`` to the end of the line and its words, or, for a ``$$`` that ends
+    the line, the word before it."""
+    rest = PASSWORD_RE.sub(" ", text)
+    if "$$" not in rest:
+        return []
+    found: list[str] = []
+    parts = rest.split("$$")
+    for before, after in zip(parts, parts[1:], strict=False):
+        if after.strip():  # an opening $$: the rest of the line
+            found.append(after.strip())
+            found.extend(after.split())
+        elif before.split():  # a closing $$ at the end: the word before it
+            found.append(before.split()[-1])
+    return [f for f in found if f]
+
+
+def mask_unpaired(text: str, mask: str = "****") -> str:
+    """``text`` with everything after a stray ``$$`` (and the word glued to it)
+    masked; well-formed ``$$...$$`` pairs are left for compose.redact."""
+    pieces = PASSWORD_RE.split(text)  # even: outside pairs; odd: pair contents
+    out = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            out.append("$$" + piece + "$$")
+        elif "$$" in piece:
+            head = piece.split("$$", 1)[0]
+            head = re.sub(r"\S+$", "", head)
+            out.append(head + mask)
+        else:
+            out.append(piece)
+    return "".join(out)
 
 
 def take_passwords(lines: list[Line]) -> tuple[list[str], list[Line]]:
     """Remove every ``$$password$$`` from the lines; return the passwords found
-    and the lines that still have text."""
+    (white space around them dropped: a password holds none) and the lines
+    that still have text.  A line with a ``$$`` left over is not a command:
+    it is left out, and what it may hide is returned with the passwords'
+    fragments (see :func:`split_passwords`)."""
+    found, kept, _ = split_passwords(lines)
+    return found, kept
+
+
+def split_passwords(lines: list[Line]) -> tuple[list[str], list[Line], list[tuple[int, list[str]]]]:
+    """As :func:`take_passwords`, and also (line number, hidden fragments) of
+    every line left out because of a stray ``$$``."""
     found: list[str] = []
     kept: list[Line] = []
+    stray: list[tuple[int, list[str]]] = []
     for line in lines:
-        found.extend(PASSWORD_RE.findall(line.text))
+        found.extend(p.strip() for p in PASSWORD_RE.findall(line.text) if p.strip())
+        if "$$" in PASSWORD_RE.sub(" ", line.text):
+            stray.append((line.number, unpaired_secrets(line.text)))
+            continue
         rest = PASSWORD_RE.sub(" ", line.text).strip()
         if rest:
             kept.append(Line(line.number, " ".join(rest.split())))
-    return found, kept
+    return found, kept, stray

@@ -176,6 +176,7 @@ class OutboundMail(Base):
     __table_args__ = (
         Index("ix_outbox_status_next", "status", "next_attempt_at"),
         Index("ix_outbox_to_created", "to_addr", "created_at"),
+        Index("ix_outbox_message_id", "message_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -193,6 +194,28 @@ class OutboundMail(Base):
     next_attempt_at: Mapped[datetime]
     last_error: Mapped[str | None] = mapped_column(Text)
     sent_at: Mapped[datetime | None]
+    #: which outbound process is delivering the row, and until when its claim holds
+    claimed_by: Mapped[str | None] = mapped_column(String(64))
+    claimed_until: Mapped[datetime | None]
+
+
+class AuthThrottle(Base):
+    """Failed password checks per account ("acct:HANDLE") and per sender
+    address ("from:ADDRESS"): see throttle.py."""
+
+    __tablename__ = "auth_throttle"
+
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)
+    #: failed checks since window_start
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    window_start: Mapped[datetime]
+    #: no password is checked for this key before then
+    blocked_until: Mapped[datetime | None]
+    #: how many times the key was blocked in a row (the block doubles each time)
+    level: Mapped[int] = mapped_column(Integer, default=0)
+    #: the account's owner was told about the lockout
+    notified: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[datetime]
 
 
 class AuditEntry(Base):
@@ -230,3 +253,14 @@ class Confirmation(Base):
     expires_at: Mapped[datetime]
     #: wrong codes sent from this address for this request
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+class SchedulerFault(Base):
+    """A scheduler step (tick, reminders, turn) that fails for a game: the
+    GM is told once per error; the row goes when the step succeeds again."""
+
+    __tablename__ = "scheduler_faults"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    step: Mapped[str] = mapped_column(String(16), primary_key=True)
+    error: Mapped[str] = mapped_column(Text)
+    since: Mapped[datetime]
+    told_at: Mapped[datetime]

@@ -7,6 +7,12 @@ relay means a retry with doubling delays, and after the retry period the row is
 marked failed and the GM is told.  Each row keeps its Message-ID across retries,
 so the rare re-send after a crash between "relay accepted" and "marked sent" is
 recognisable as the same mail.
+
+Before delivering a row the deliverer claims it (``claimed_by``/``claimed_until``
+in one UPDATE whose row count says whether it got it), so two servers on one
+database never both send it.  If the outcome of a delivery cannot be written
+(disk full), it is kept in memory and written later with backoff; the mail is
+not sent again meanwhile.
 """
 
 from __future__ import annotations
@@ -15,11 +21,11 @@ import logging
 import mailbox
 import smtplib
 import socket
+import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from pbm_server import clock
@@ -63,7 +69,7 @@ def replies_sent_since(session: Session, to_addr: str, since: datetime) -> int:
         select(func.count())
         .select_from(OutboundMail)
         .where(OutboundMail.to_addr == to_addr, OutboundMail.kind == "reply", OutboundMail.created_at >= since)
-    )
+    ) or 0
 
 
 class PermanentFailure(Exception):
@@ -73,13 +79,20 @@ class PermanentFailure(Exception):
 class Outbound(Poller):
     """Delivers pending outbox rows until stopped."""
 
-    def __init__(self, db: Database, settings: Settings, on_failed=None):
+    def __init__(self, db: Database, settings: Settings, on_failed: Callable[[Session, OutboundMail], None] | None = None):
         super().__init__(settings.poll_seconds)
         self.db = db
         self.settings = settings
         self.on_failed = on_failed  # callable(session, row) -> None: tell the GM
         #: rows a pass may take (``pbm serve`` takes one at a time while mail streams in)
         self.batch: Callable[[], int] = lambda: 100
+        #: who claims rows: stable across a restart of this server (so it takes
+        #: back its own claims at once), different for another server
+        self.identity = f"{socket.gethostname()}|{settings.listen}"[:64]
+        #: row id -> (error, permanent) of attempts the database would not take
+        self._unrecorded: dict[int, tuple[str | None, bool]] = {}
+        self._db_failures = 0
+        self._db_retry_at = 0.0
 
     # -- one delivery -------------------------------------------------------------
     def _deliver(self, row: OutboundMail) -> None:
@@ -102,85 +115,149 @@ class Outbound(Poller):
                 raise PermanentFailure(f"relay answered {exc.smtp_code} {exc.smtp_error!r}") from exc
             raise
 
-    @contextmanager
-    def _claim(self, row_id: int):
-        """PostgreSQL: hold a session advisory lock on the row while delivering it
-        and marking it, so two servers sharing the database never both send it.
-        The lock goes with the connection, so a crashed server frees it at once.
-        (SQLite: one server per database file; nothing to claim.)"""
-        if self.db.is_sqlite:
-            yield True
-            return
-        with self.db.engine.connect() as conn:
-            key = {"a": LOCK_OUTBOUND, "b": row_id}
-            got = bool(conn.execute(text("SELECT pg_try_advisory_lock(:a, :b)"), key).scalar())
-            conn.commit()
+    # -- claims --------------------------------------------------------------------
+    def _claim(self, row_ids: list[int], now: datetime) -> list[int]:
+        """Take the rows for this deliverer, in one transaction: an UPDATE of
+        those still pending and unclaimed (or whose claim expired, or ours from
+        before a restart), then the ids that are now ours.  Two servers on one
+        database -- SQLite or PostgreSQL -- so never both deliver a row.  Rows
+        claimed but not reached in this pass stay ours; another server takes
+        them only after the claim expired."""
+        lease = timedelta(seconds=self.settings.outbound_claim_seconds)
+        with self.db.write() as s:
+            s.execute(
+                update(OutboundMail)
+                .where(
+                    OutboundMail.id.in_(row_ids),
+                    OutboundMail.status == "pending",
+                    or_(
+                        OutboundMail.claimed_until.is_(None),
+                        OutboundMail.claimed_until < now,
+                        OutboundMail.claimed_by == self.identity,
+                    ),
+                )
+                .values(claimed_by=self.identity, claimed_until=now + lease)
+                .execution_options(synchronize_session=False)
+            )
+            return list(
+                s.scalars(
+                    select(OutboundMail.id)
+                    .where(OutboundMail.id.in_(row_ids), OutboundMail.status == "pending", OutboundMail.claimed_by == self.identity)
+                    .order_by(OutboundMail.id)
+                )
+            )
+
+    def _record(self, row_id: int, error: str | None, permanent: bool) -> None:
+        """The outcome of one attempt, in one transaction (frees the claim)."""
+        with self.db.write(lock=LOCK_OUTBOUND) as s:
+            fresh = s.get(OutboundMail, row_id)
+            if fresh is None or fresh.status != "pending":
+                return
+            now = clock.now()
+            fresh.attempts += 1
+            fresh.claimed_by = fresh.claimed_until = None
+            if error is None:
+                fresh.status = "sent"
+                fresh.sent_at = now
+                fresh.last_error = None
+                return
+            fresh.last_error = error
+            expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
+            if permanent or expired:
+                fresh.status = "failed"
+                log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
+                if self.on_failed is not None:
+                    self.on_failed(s, fresh)
+            else:
+                fresh.next_attempt_at = now + timedelta(seconds=self._delay(fresh.attempts))
+
+    def _delay(self, attempts: int) -> float:
+        return min(self.settings.retry_base_seconds * (2 ** (attempts - 1)), self.settings.retry_max_seconds)
+
+    def _db_failed(self, what: str) -> None:
+        """The database refused a write (disk full, locked, gone): wait as for a
+        failed delivery, doubling, before touching it again."""
+        self._db_failures += 1
+        delay = self._delay(self._db_failures)
+        self._db_retry_at = time.monotonic() + delay
+        log.exception("outbound: could not %s; next try in %.1f s", what, delay)
+
+    def _record_unrecorded(self) -> bool:
+        """Record attempts whose outcome could not be written; False if the
+        database still refuses."""
+        for row_id, (error, permanent) in list(self._unrecorded.items()):
             try:
-                yield got
-            finally:
-                if got:
-                    conn.execute(text("SELECT pg_advisory_unlock(:a, :b)"), key)
-                    conn.commit()
+                self._record(row_id, error, permanent)
+            except Exception:
+                self._db_failed(f"record the delivery of outbox row {row_id}")
+                return False
+            del self._unrecorded[row_id]
+        return True
 
     def run_once(self, limit: int = 100) -> int:
         """Deliver what is due; returns how many rows were handled."""
+        if time.monotonic() < self._db_retry_at:
+            return 0
+        # first the rows the relay accepted but we could not mark: never send them again
+        if not self._record_unrecorded():
+            return 0
         now = clock.now()
-        with self.db.read() as s:
-            due = s.scalars(
-                select(OutboundMail.id)
-                .where(OutboundMail.status == "pending", OutboundMail.next_attempt_at <= now)
-                .order_by(OutboundMail.id)
-                .limit(limit)
-            ).all()
+        try:
+            with self.db.read() as s:
+                due = s.scalars(
+                    select(OutboundMail.id)
+                    .where(
+                        OutboundMail.status == "pending",
+                        OutboundMail.next_attempt_at <= now,
+                        or_(
+                            OutboundMail.claimed_until.is_(None),
+                            OutboundMail.claimed_until < now,
+                            OutboundMail.claimed_by == self.identity,
+                        ),
+                    )
+                    .order_by(OutboundMail.id)
+                    .limit(limit)
+                ).all()
+            mine = self._claim(list(due), clock.now()) if due else []
+        except Exception:
+            self._db_failed("read and claim the outbox")
+            return 0
         handled = 0
-        for row_id in due:
+        for row_id in mine:  # the others: another server has them, or they are done
             if self._stop.is_set():
                 break
-            with self._claim(row_id) as mine:
-                if not mine:
-                    continue  # another server is delivering it right now
+            try:
                 with self.db.read() as s:
                     row = s.get(OutboundMail, row_id)
                     if row is None or row.status != "pending":
                         continue
-                error: str | None = None
-                permanent = False
-                try:
-                    self._deliver(row)
-                except PermanentFailure as exc:
-                    error, permanent = str(exc), True
-                except ValueError as exc:  # e.g. a non-ASCII address smtplib cannot send to: retrying cannot help
-                    error, permanent = f"cannot be sent: {type(exc).__name__}: {exc}", True
-                except (OSError, smtplib.SMTPException, socket.timeout) as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                handled += 1
-                with self.db.write(lock=LOCK_OUTBOUND) as s:
-                    fresh = s.get(OutboundMail, row_id)
-                    if fresh.status != "pending":
-                        continue
-                    now = clock.now()
-                    fresh.attempts += 1
-                    if error is None:
-                        fresh.status = "sent"
-                        fresh.sent_at = now
-                        fresh.last_error = None
-                        continue
-                    fresh.last_error = error
-                    expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
-                    if permanent or expired:
-                        fresh.status = "failed"
-                        log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
-                        if self.on_failed is not None:
-                            self.on_failed(s, fresh)
-                    else:
-                        delay = min(
-                            self.settings.retry_base_seconds * (2 ** (fresh.attempts - 1)),
-                            self.settings.retry_max_seconds,
-                        )
-                        fresh.next_attempt_at = now + timedelta(seconds=delay)
-                if error is not None and not permanent:
-                    # the relay is down: the other due rows would fail the same way
-                    break
+            except Exception:
+                self._db_failed(f"read outbox row {row_id}")
+                break
+            error: str | None = None
+            permanent = False
+            try:
+                self._deliver(row)
+            except PermanentFailure as exc:
+                error, permanent = str(exc), True
+            except ValueError as exc:  # e.g. a non-ASCII address smtplib cannot send to: retrying cannot help
+                error, permanent = f"cannot be sent: {type(exc).__name__}: {exc}", True
+            except (OSError, smtplib.SMTPException, socket.timeout) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            handled += 1
+            try:
+                self._record(row_id, error, permanent)
+            except Exception:
+                # e.g. the disk filled right after the relay accepted the mail:
+                # keep the outcome in memory, keep the row claimed, and retry
+                # the recording with backoff -- never the delivery
+                self._unrecorded[row_id] = (error, permanent)
+                self._db_failed(f"record the delivery of outbox row {row_id}")
+                break
+            self._db_failures = 0
+            if error is not None and not permanent:
+                # the relay is down: the other due rows would fail the same way
+                break
         return handled
 
     def step(self) -> int:

@@ -10,7 +10,9 @@ For one mail:
      row done.  A crash before the commit leaves the row "new": it is handled
      again after the restart, and nothing of the first try remains.
 A mail whose handling raises is "shunted": marked with its error, the GM is
-told, and the worker goes on.
+told (at most one summary an hour, shunts.py), and the worker goes on.  A
+database fault (disk full, locked, connection lost) is not the mail's fault:
+the mail stays new and is tried again after a doubling delay.
 """
 
 from __future__ import annotations
@@ -18,41 +20,73 @@ from __future__ import annotations
 import logging
 import random
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from games import get_rules
+from games import KINDS, get_rules
 from games.base import Actor, Command, Context, Line, Result
 from pbm_server import clock
-from pbm_server.accounts import COMMANDS as ACCOUNT_COMMANDS
-from pbm_server.accounts import ServerContext, run_line
+from pbm_server.commands.dispatch import REGISTRY, ServerContext
 from pbm_server.compose import Composer, Reply
-from pbm_server.db import LOCK_PROCESSING, Database
-from pbm_server.gameplay import (
-    Mailer,
-    account_by_email,
-    account_by_handle,
-    apply_commands,
-    audit,
-    create_game,
-    find_game,
-    seed_hash,
+from pbm_server.creation import create_game
+from pbm_server.db import LOCK_PROCESSING, Database, is_transient
+from pbm_server.headers import clean_msgid, clean_msgids, clean_text
+from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game
+from pbm_server.mailtext import (
+    IncomingMail,
+    automatic_reason,
+    command_lines,
+    dedup_key,
+    mask_unpaired,
+    read_mail,
+    split_passwords,
+    subject_command,
 )
-from pbm_server.mailtext import IncomingMail, automatic_reason, command_lines, dedup_key, read_mail, subject_command, take_passwords
-from pbm_server.models import Game, InboundMail, Order
+from pbm_server.models import Account, Game, InboundMail, Order
+from pbm_server.moves import apply_commands
+from pbm_server.notices import Mailer, tell_gm
 from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
-from pbm_server.passwords import verify_password
+from pbm_server.replies import sent_mails
+from pbm_server.seeds import seed_hash
 from pbm_server.senderauth import unverified_reason
 from pbm_server.settings import Settings
+from pbm_server.shunts import ShuntNotices
+from pbm_server.throttle import OK, THROTTLED, CredentialGate
 
 log = logging.getLogger(__name__)
 
-#: game kinds whose lines may also be sent to pbm@DOMAIN, prefixed by the kind
-#: (pbmserv style: "curio move 101 ...")
-PREFIXED_KINDS = ("curio",)
+def prefixed_kinds() -> list[str]:
+    """Kinds whose lines may also be sent to pbm@DOMAIN, starting with the
+    kind's name (pbmserv style: "curio move 101 ..."): Rules.pbm_prefix."""
+    return [kind for kind in KINDS if get_rules(kind).pbm_prefix]
+
+
+@dataclass(frozen=True)
+class ToServer:
+    """The mail's lines are pbm@ commands (or it went to no known game)."""
+
+
+@dataclass(frozen=True)
+class ToGame:
+    """The game lines go to the existing game ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NewGameOf:
+    """The game lines are for kind ``kind``, of which no game exists yet:
+    one named after the kind is created when the mail is handled."""
+
+    kind: str
+
+
+Route = ToServer | ToGame | NewGameOf
 
 
 @dataclass
@@ -60,21 +94,26 @@ class Prepared:
     """Everything learnt about a mail before the write transaction."""
 
     inbox_id: int
-    mail: IncomingMail | None = None
+    mail: IncomingMail
+    #: who sent it: until the passwords are checked, an unproven stranger
+    actor: Actor
     drop: str | None = None
     dedup: str | None = None
-    route: str = "pbm"  # "pbm" or a game name
+    route: Route = ToServer()
     server_lines: list[Line] = field(default_factory=list)
     game_lines: list[Line] = field(default_factory=list)
     game_kind: str | None = None
     commands: list[Command] = field(default_factory=list)
-    actor: Actor | None = None
     bad_password: bool = False
+    #: the $$password$$ was not checked: too many failed attempts (throttle.py)
+    throttled: bool = False
     #: why the From address cannot be trusted (Authentication-Results); None: trusted or not checked
     unverified: str | None = None
     secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: (account handle key, old password) of `password` lines -> it matched (checked once, here)
+    verified: dict[tuple[str, str], bool] = field(default_factory=dict)
 
 
 class Worker(Poller):
@@ -84,7 +123,9 @@ class Worker(Poller):
         self.settings = settings
         self.composer = composer
         self.mailer = Mailer(composer)
-        self.on_processed = None  # callable() after each commit
+        self.shunts = ShuntNotices(settings, self.tell_gm)
+        self._db_failures = 0  # transient database errors in a row
+        self.on_processed: Callable[[], None] | None = None  # after each commit
 
     # -- loop ----------------------------------------------------------------
     def next_id(self) -> int | None:
@@ -94,6 +135,7 @@ class Worker(Poller):
     def run_once(self) -> bool:
         inbox_id = self.next_id()
         if inbox_id is None:
+            self.shunts.flush(self.db)
             return False
         self.process(inbox_id)
         if self.on_processed:
@@ -114,9 +156,24 @@ class Worker(Poller):
                 if row is None or row.status != "new":
                     return  # another worker got it first
                 self.execute(s, row, prep)
-        except Exception as exc:  # shunt: set aside with its error, tell the GM
+        except Exception as exc:
+            if is_transient(exc):
+                # the database, not the mail: leave it new and try again later
+                self._back_off(inbox_id, exc)
+                return
+            # shunt: set aside with its error, tell the GM
             log.exception("mail %s failed", inbox_id)
-            self.shunt(inbox_id, exc)
+            if not self.shunt(inbox_id, exc):
+                self._back_off(inbox_id, exc)  # not even that could be written
+                return
+        self._db_failures = 0
+
+    def _back_off(self, inbox_id: int, exc: Exception) -> None:
+        """Wait before the next try, doubling like outbound's retries."""
+        self._db_failures += 1
+        delay = min(self.settings.retry_base_seconds * 2 ** (self._db_failures - 1), self.settings.retry_max_seconds)
+        log.warning("mail %s: database error (%s); next try in %.1f s", inbox_id, exc, delay)
+        self._stop.wait(delay)
 
     def prepare(self, inbox_id: int) -> Prepared | None:
         with self.db.read() as s:
@@ -124,9 +181,8 @@ class Worker(Poller):
             if row is None or row.status != "new":
                 return None
             raw, envelope_from, rcpts = row.raw, row.mail_from, list(row.rcpt_tos)
-        prep = Prepared(inbox_id)
         mail = read_mail(raw, envelope_from)
-        prep.mail = mail
+        prep = Prepared(inbox_id, mail, Actor(handle=None, email=mail.from_addr, authenticated=False))
         prep.dedup = dedup_key(raw, mail.message_id)
         prep.drop = automatic_reason(mail, envelope_from, self.settings.domain)
         if prep.drop:
@@ -135,44 +191,64 @@ class Worker(Poller):
             prep.unverified = unverified_reason(mail.auth_results, self.settings.trusted_authserv_id, mail.from_addr)
         ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
         local = ours[0].split("@", 1)[0] if ours else "pbm"
-        lines = command_lines(mail.body)
-        passwords, lines = take_passwords(lines)
+        with self.db.read() as s:  # our mails this one answers: their lines are never commands
+            answered = sent_mails(s, mail.references)
+        lines = command_lines(mail.body, answered, self.settings.domain)
+        cut_after = getattr(lines, "cut_after", None)
+        passwords, lines, stray = split_passwords(lines)
         prep.secrets.update(passwords)
-        subject = subject_command(mail.subject)
+        subject = subject_command(mail.subject, lines)
         if subject is not None:
-            sub_passwords, sub_lines = take_passwords([subject])
+            sub_passwords, sub_lines, sub_stray = split_passwords([subject])
             prep.secrets.update(sub_passwords)
             passwords += sub_passwords
+            stray += sub_stray
             subject = sub_lines[0] if sub_lines else None
+        for number, fragments in stray:
+            # a $$ without its partner: the line may hold a password, so it is
+            # neither read nor echoed, and its words are masked everywhere
+            prep.secrets.update(fragments)
+            where = "the Subject" if number == 0 else f"line {number}"
+            prep.notes.append(f"{where.capitalize()} has password marks without a partner and was not read; "
+                              "write the password as $$password$$ on one line.")
+        if cut_after is not None:
+            prep.notes.append(f"Only the first 300 command lines were read: lines after line {cut_after} were not read.")
         if mail.html_only:
             prep.notes.append("Your mail had no plain-text part; the server read its HTML part as text.")
 
+        gate = CredentialGate(self.db, self.settings, mail.from_addr, clock.now(), on_lockout=self.tell_owner)
         with self.db.read() as s:
             account = account_by_email(s, mail.from_addr)
+            handle = account.handle if account else None
+        # the slow hashing, outside any transaction: one password per account
+        # per mail, the first; an unregistered sender's is not checked at all
+        # (the reply says there is no account)
+        authenticated = False
+        if passwords and prep.unverified:
+            prep.notes.append(f"The sender of this mail could not be verified ({prep.unverified}), so its password "
+                              "was not checked and nothing that needs it was done.")
+            passwords = []
+        if passwords:
+            verdict = gate.check(account, passwords[0]) if account is not None else None
+            authenticated = verdict == OK
+            prep.throttled = verdict == THROTTLED
+            if len(set(passwords)) > 1:
+                gate._note("Only the first $$password$$ of a mail is checked as your password.")
+            if not authenticated:
+                prep.bad_password = True
+        is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated
+        actor = prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
+
+        with self.db.read() as s:
             if local == "pbm":
-                prep.route = "pbm"
-                # a Subject is a command only for the account commands (and
-                # curio): "Game question" must not be read as a GM command
-                first = subject.text.split()[0].lower() if subject is not None else ""
-                if first in ACCOUNT_COMMANDS or first in PREFIXED_KINDS:
-                    lines = [subject] + lines
-                for line in lines:
-                    first = line.text.split()[0].lower()
-                    if first in PREFIXED_KINDS:
-                        prep.game_lines.append(line)
-                        prep.game_kind = first
-                    else:
-                        prep.server_lines.append(line)
-                if prep.game_lines:
-                    game = s.scalar(select(Game).where(Game.kind == prep.game_kind).order_by(Game.id).limit(1))
-                    prep.route = game.name if game else f"+{prep.game_kind}"  # "+kind": create on demand
+                self._route_server(s, prep, actor, subject, lines)
             else:
                 game = find_game(s, local)
                 if game is None:
-                    prep.route = "pbm"
+                    prep.notes.extend(gate.notes)
                     prep.notes.append(f"There is no game named {local}; nothing was done.")
                     return prep
-                prep.route = game.name
+                prep.route = ToGame(game.name)
                 prep.game_kind = game.kind
                 rules = get_rules(game.kind)
                 if subject is not None:
@@ -180,31 +256,49 @@ class Worker(Poller):
                     if tried and all(c.ok for c in tried):
                         lines = [subject] + lines
                 prep.game_lines = lines
-            hash_ = account.password_hash if account else None
-            handle = account.handle if account else None
-
-            if prep.game_lines:
-                rules = get_rules(prep.game_kind)
-                prep.commands = rules.parse(prep.game_lines)
+            if prep.game_lines and prep.game_kind is not None:
+                prep.commands = get_rules(prep.game_kind).parse(prep.game_lines)
                 for cmd in prep.commands:
-                    self._check_command(s, cmd, mail.from_addr, prep)
-
-        authenticated = False
-        if passwords and prep.unverified:
-            prep.notes.append(f"The sender of this mail could not be verified ({prep.unverified}), so its password "
-                              "was not checked and nothing that needs it was done.")
-            passwords = []
-        if passwords:
-            authenticated = any(verify_password(hash_, pw) for pw in passwords)
-            if not authenticated:
-                prep.bad_password = True
-        is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated
-        prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
+                    self._check_command(s, cmd, mail.from_addr, prep, gate)
+            self._check_password_lines(s, prep, mail.from_addr, gate)
+        prep.notes.extend(gate.notes)
         if handle:
             prep.emails[handle] = mail.from_addr
         return prep
 
-    def _check_command(self, s, cmd: Command, sender: str, prep: Prepared) -> None:
+    def _check_password_lines(self, s: Session, prep: Prepared, sender: str, gate: CredentialGate) -> None:
+        """`password HANDLE OLD NEW`: the old password is checked here, through
+        the gate (once per account per mail, throttled), not in the write
+        transaction; commands.account.cmd_password reads the verdict."""
+        for line in prep.server_lines:
+            words = line.text.split()
+            if len(words) == 4 and words[0].lower() == "password":
+                acc = account_by_handle(s, words[1])
+                if acc is not None and acc.email == sender:
+                    prep.verified[(acc.handle_key, words[2])] = gate.check(acc, words[2]) == OK
+
+
+    @staticmethod
+    def _route_server(s: Session, prep: Prepared, actor: Actor, subject: Line | None, lines: list[Line]) -> None:
+        """Lines to pbm@: server commands, and the lines of a game kind that
+        takes its commands there (Rules.pbm_prefix)."""
+        prefixed = prefixed_kinds()
+        if subject is not None:
+            first = subject.text.split()[0].lower()
+            if first in prefixed or REGISTRY.is_subject_command(subject.text, actor):
+                lines = [subject] + lines
+        for line in lines:
+            first = line.text.split()[0].lower()
+            if first in prefixed:
+                prep.game_lines.append(line)
+                prep.game_kind = first
+            else:
+                prep.server_lines.append(line)
+        if prep.game_kind is not None:
+            game = s.scalar(select(Game).where(Game.kind == prep.game_kind).order_by(Game.id).limit(1))
+            prep.route = ToGame(game.name) if game else NewGameOf(prep.game_kind)
+
+    def _check_command(self, s: Session, cmd: Command, sender: str, prep: Prepared, gate: CredentialGate) -> None:
         if cmd.credentials:
             userid, password = cmd.credentials
             prep.secrets.add(password)
@@ -214,13 +308,15 @@ class Worker(Poller):
                     cmd.error = f"the sender of this mail could not be verified ({prep.unverified}); nothing was done"
                 return
             acc = account_by_handle(s, userid)
-            ok = verify_password(acc.password_hash if acc else None, password)
-            if ok and acc.email == sender:
+            verdict = gate.check(acc, password, handle=userid)
+            if verdict == OK and acc is not None and acc.email == sender:
                 cmd.actor = acc.handle
             else:
                 # the "userid" slot may hold a misplaced password: never echo it
                 prep.secrets.add(userid)
-                if cmd.error is None:
+                if cmd.error is None and verdict == THROTTLED:
+                    cmd.error = "too many failed password attempts: the password was not checked (see above); nothing was done"
+                elif cmd.error is None:
                     cmd.error = f"the userid, its password and the sender address {sender} do not match; nothing was done"
         for h in cmd.accounts:
             acc = account_by_handle(s, h)
@@ -231,7 +327,7 @@ class Worker(Poller):
                 prep.emails[acc.handle] = acc.email
 
     # -- the write transaction ---------------------------------------------------
-    def execute(self, s, row: InboundMail, prep: Prepared) -> None:
+    def execute(self, s: Session, row: InboundMail, prep: Prepared) -> None:
         now = clock.now()
         row.dedup_key = prep.dedup
         row.processed_at = now
@@ -249,7 +345,9 @@ class Worker(Poller):
         reply_from = "pbm"
         actor = prep.actor
         if prep.bad_password:
-            if actor.handle is None:
+            if prep.throttled:  # the throttle's note above says why
+                reply.notes.append("The password in your mail was not checked; nothing was done.")
+            elif actor.handle is None:
                 reply.notes.append(f"No account is registered for {mail.from_addr}, so the password in your mail cannot be checked; nothing was done. Register first: mail \"register HANDLE PASSWORD\" to {self.settings.server_address}.")
             else:
                 reply.notes.append(f"The password in your mail does not match the account {actor.handle} of {mail.from_addr}; nothing was done.")
@@ -259,9 +357,10 @@ class Worker(Poller):
                 sctx = ServerContext(
                     s, self.settings, self.composer, mail.from_addr, now, is_gm=actor.is_gm,
                     handle=actor.handle, authenticated=actor.authenticated, mailer=self.mailer, secrets=prep.secrets,
+                    verify=lambda acc, pw: prep.verified.get((acc.handle_key, pw), False),
                 )
                 for line in prep.server_lines:
-                    reply.results.append(run_line(sctx, line))
+                    reply.results.append(REGISTRY.run_line(sctx, line))
                 reply.sections.extend(sctx.sections)
                 for action, detail in sctx.audit:
                     audit(s, now, actor.handle or mail.from_addr, action, detail)
@@ -277,11 +376,17 @@ class Worker(Poller):
         row.status = "done"
         self._send_reply(s, row, prep, reply, reply_from, now)
 
-    def _run_game(self, s, row: InboundMail, prep: Prepared, reply: Reply, now) -> str:
-        if prep.route.startswith("+"):
-            game = create_game(s, prep.game_kind, prep.game_kind, {}, None, now, actor="system")
+    def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str:
+        route = prep.route
+        if isinstance(route, NewGameOf):
+            game = create_game(s, route.kind, route.kind, {}, None, now, actor="system")
+        elif isinstance(route, ToGame):
+            found = find_game(s, route.name)
+            if found is None:
+                raise LookupError(f"the game {route.name} went away while the mail was handled")
+            game = found
         else:
-            game = find_game(s, prep.route)
+            raise ValueError(f"game lines without a game route: {route!r}")
         rules = get_rules(game.kind)
         reply.kind = game.kind
         row.game_id = game.id
@@ -289,7 +394,7 @@ class Worker(Poller):
             for cmd in prep.commands:
                 reply.results.append(Result(cmd.line, False, f"{game.name} is {game.status}; nothing was done", cmd.text))
             return game.name
-        # the game draws from its turn's random stream (gameplay.apply_commands);
+        # the game draws from its turn's random stream (moves.apply_commands);
         # the mail records which published stream that was
         row.seed = seed_hash(game.turn_seed)
         ctx = Context(
@@ -319,7 +424,7 @@ class Worker(Poller):
         self.mailer.send_notices(s, game, rules, outcome.notices, now, inbound_id=row.id, secrets_=prep.secrets)
         return game.name
 
-    def _send_reply(self, s, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now) -> None:
+    def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime) -> None:
         mail = prep.mail
         since = now - timedelta(hours=1)
         count = replies_sent_since(s, mail.from_addr, since)
@@ -334,7 +439,8 @@ class Worker(Poller):
             reply.notes.append(
                 f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
             )
-        subject = mail.subject.strip()
+        # only cleaned values go into the reply's headers (headers.py)
+        subject = clean_text(mask_unpaired(mail.subject))
         subject = ("Re: " + subject) if subject and not subject.lower().startswith("re:") else (subject or "Your mail to pbm-server")
         handle = prep.actor.handle if prep.actor else None
         mid, raw = self.composer.message(
@@ -345,30 +451,39 @@ class Worker(Poller):
             body=self.composer.reply(reply),
             auto="auto-replied",
             now=now,
-            in_reply_to=mail.message_id,
-            references=mail.references,
+            in_reply_to=clean_msgid(mail.message_id),
+            references=clean_msgids(mail.references),
             secrets=prep.secrets,
         )
         enqueue(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply", now=now, inbound_id=row.id, game_id=row.game_id)
 
     # -- shunt -------------------------------------------------------------------
-    def shunt(self, inbox_id: int, exc: Exception) -> None:
+    def shunt(self, inbox_id: int, exc: Exception) -> bool:
+        """Set the mail aside; False if that could not be written."""
         detail = "".join(traceback.format_exception(exc))[-4000:]
         try:
             with self.db.write(lock=LOCK_PROCESSING) as s:
                 row = s.get(InboundMail, inbox_id)
                 if row is None or row.status != "new":
-                    return
+                    return True  # another worker has dealt with it
                 now = clock.now()
                 row.status, row.note, row.processed_at = "shunted", detail, now
                 audit(s, now, "system", "shunt", f"mail {inbox_id}: {type(exc).__name__}: {exc}")
-                self.tell_gm(s, f"Mail {inbox_id} could not be processed and was set aside (shunted).", [("error", f"{type(exc).__name__}: {exc}"), ("from", row.mail_from), ("resubmit", f"pbm mail retry {inbox_id}")], now)
+                self.shunts.shunted(s, now)  # the GM hears at most once per PBM_GM_SHUNT_NOTICE_SECONDS
         except Exception:
             log.exception("could not shunt mail %s", inbox_id)
+            return False
+        return True
 
-    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now) -> None:
-        if not self.settings.gm_address:
-            return
-        body = self.composer.render("server/gm_notice.txt", {"what": what, "details": details})
-        mid, raw = self.composer.message(to_addr=self.settings.gm_address, to_name="game master", from_local="pbm", subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
-        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind="gm", now=now)
+    def tell_owner(self, s: Session, account: Account, until: datetime) -> None:
+        """An account's owner, once per lockout: someone keeps guessing."""
+        what = (f"Someone has sent many wrong passwords for your account {account.handle}. Until {until:%Y-%m-%d %H:%M} UTC "
+                "no password for it is checked, so mails that need it are refused. If this was not you, nothing is lost; "
+                "if you have forgotten your password, ask the game master.")
+        body = self.composer.render("server/gm_notice.txt", {"what": what, "details": []})
+        mid, raw = self.composer.message(to_addr=account.email, to_name=account.handle, from_local="pbm", subject="pbm-server: failed password attempts", body=body, auto="auto-generated", now=clock.now())
+        enqueue(s, to_addr=account.email, message_id=mid, raw=raw, kind="notice", now=clock.now())
+
+    def tell_gm(self, s: Session, what: str, details: list[tuple[str, str]], now: datetime, kind: str = "gm",
+                inbound_id: int | None = None) -> None:
+        tell_gm(s, self.composer, self.settings.gm_address, what, details, now, kind=kind, inbound_id=inbound_id)

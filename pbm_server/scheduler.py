@@ -17,6 +17,11 @@ the inbox, so orders that arrived in time always count for their turn.
 Reminders go once per deadline (``reminded_for``, written in the same
 transaction as the reminder mails) to players who owe orders, ``remind``
 before the deadline.
+
+Each step (turn, reminders, tick) runs for one game at a time, in its own
+transaction: a game whose step raises is logged and its GM told -- once per
+error, remembered in ``scheduler_faults`` until the step works again -- and
+the other games go on.
 """
 
 from __future__ import annotations
@@ -24,23 +29,31 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import Notice
 from pbm_server import clock
 from pbm_server.db import LOCK_SCHEDULER, Database
-from pbm_server.gameplay import DeskError, Mailer, absent_handles, account_by_handle, audit, run_turn, show_time, tick
-from pbm_server.models import Game, InboundMail, Order
-from pbm_server.outbound import enqueue
+from pbm_server.errors import DeskError
+from pbm_server.localtime import show_time
+from pbm_server.lookup import account_by_handle, audit
+from pbm_server.models import Game, InboundMail, Order, SchedulerFault
+from pbm_server.moves import tick
+from pbm_server.notices import Mailer, tell_gm
+from pbm_server.settings import Settings
+from pbm_server.turns import run_turn
+from pbm_server.vacations import absent_handles
 
 log = logging.getLogger(__name__)
 
 
 class Scheduler:
-    def __init__(self, db: Database, settings, mailer: Mailer, on_mail=None):
+    def __init__(self, db: Database, settings: Settings, mailer: Mailer, on_mail: Callable[[], None] | None = None):
         self.db = db
         self.settings = settings
         self.mailer = mailer
@@ -58,7 +71,7 @@ class Scheduler:
             )
 
     @staticmethod
-    def missing(s, game: Game, moment) -> tuple[list[str], list[str], frozenset[str]]:
+    def missing(s: Session, game: Game, moment: datetime) -> tuple[list[str], list[str], frozenset[str]]:
         """(players, players who owe orders and are not on vacation, absent)."""
         rules = get_rules(game.kind)
         try:
@@ -72,13 +85,13 @@ class Scheduler:
         return players, [h for h in waiting if h.lower() not in keys], absent
 
     @staticmethod
-    def unprocessed_before(s, moment) -> bool:
+    def unprocessed_before(s: Session, moment: datetime) -> bool:
         """Is a mail received by ``moment`` still waiting for the worker?"""
         return s.scalar(
             select(InboundMail.id).where(InboundMail.status == "new", InboundMail.received_at <= moment).limit(1)
         ) is not None
 
-    def why_run(self, s, game: Game, now) -> str | None:
+    def why_run(self, s: Session, game: Game, now: datetime) -> str | None:
         """"deadline", "early" or None (not now)."""
         if game.status != "running" or game.next_deadline is None:
             return None
@@ -100,128 +113,168 @@ class Scheduler:
                     return "early"
         return None
 
-    def run_due(self) -> int:
-        ran = 0
-        now = clock.now()
-        with self.db.read() as s:
-            due = [g.id for g in s.scalars(select(Game).where(Game.id.in_(self.candidates()))).all() if self.why_run(s, g, now)]
-        for game_id in due:
-            with self.db.write(lock=LOCK_SCHEDULER) as s:
-                game = s.get(Game, game_id)
-                now = clock.now()
-                if game is None:
-                    continue
-                why = self.why_run(s, game, now)  # again, under the lock: someone else may have run it
-                if why is None:
-                    continue
-                try:
-                    with s.begin_nested():  # a refused turn leaves nothing behind
-                        run_turn(s, game, self.mailer, now, actor="scheduler" if why == "deadline" else "scheduler (early)", expected_turn=game.turn)
-                    if why == "early":
-                        game.early_version = game.version
-                except Exception as exc:
-                    # the game refused (DeskError) or failed: nothing of the turn is
-                    # kept; the deadline is taken off so it is not retried every
-                    # pass, and the GM is told
-                    if not isinstance(exc, DeskError):
-                        log.exception("turn of %s failed", game.name)
-                    else:
-                        log.warning("turn of %s not run: %s", game.name, exc)
-                    missed = game.next_deadline
-                    game.next_deadline = None
-                    audit(s, now, "scheduler", "turn failed", f"{game.name} {game.turn}: {type(exc).__name__}: {exc}", game)
-                    self.tell_gm(s, f"The turn of {game.name} due at {show_time(missed)} was not run.", [
-                        ("game", game.name), ("turn", str(game.turn)), ("error", f"{type(exc).__name__}: {exc}"),
-                        ("what now", f"fix the cause, then run the turn by hand: pbm turn run {game.name} --turn {game.turn} "
-                                     f"(the deadlines of {game.deadline or 'the game'} resume after that run)"),
-                    ], now)
-                ran += 1
-        return ran
+    # -- one step for each game, each on its own ------------------------------------
+    def _each_game(self, step: str, ids: list[int], work: Callable[[Session, Game], int]) -> int:
+        """``work`` for each game in its own write transaction.  A game whose
+        step raises is logged, its GM told once, and the next game goes on."""
+        done = 0
+        for game_id in ids:
+            try:
+                with self.db.write(lock=LOCK_SCHEDULER) as s:
+                    game = s.get(Game, game_id)
+                    if game is None:
+                        continue
+                    done += work(s, game)
+                    fault = s.get(SchedulerFault, (game_id, step))
+                    if fault is not None:  # it works again
+                        s.delete(fault)
+                        audit(s, clock.now(), "scheduler", f"{step} works again", f"{game.name}: after {fault.error}", game)
+            except Exception as exc:
+                log.exception("%s of game %s failed", step, game_id)
+                self._fault(game_id, step, exc)
+        return done
 
-    def tell_gm(self, s, what: str, details: list[tuple[str, str]], now) -> None:
-        if not self.settings.gm_address:
-            return
-        composer = self.mailer.composer
-        body = composer.render("server/gm_notice.txt", {"what": what, "details": details})
-        mid, raw = composer.message(to_addr=self.settings.gm_address, to_name="game master", from_local="pbm",
-                                    subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
-        enqueue(s, to_addr=self.settings.gm_address, message_id=mid, raw=raw, kind="gm", now=now)
+    def _fault(self, game_id: int, step: str, exc: Exception) -> None:
+        """Remember that ``step`` fails for the game; tell the GM unless they
+        were told of this very error already."""
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        try:
+            with self.db.write(lock=LOCK_SCHEDULER) as s:
+                # the name only: the game's state may be what is broken
+                name = s.scalar(select(Game.name).where(Game.id == game_id))
+                if name is None:
+                    return
+                now = clock.now()
+                fault = s.get(SchedulerFault, (game_id, step))
+                if fault is not None and fault.error == error:
+                    return  # the GM knows
+                if fault is None:
+                    s.add(SchedulerFault(game_id=game_id, step=step, error=error, since=now, told_at=now))
+                else:
+                    fault.error, fault.told_at = error, now
+                audit(s, now, "scheduler", f"{step} failed", f"{name}: {error}", game_id=game_id)
+                tell_gm(s, self.mailer.composer, self.settings.gm_address, f"The {step} of {name} failed; the other games go on.", [
+                    ("game", name), ("step", step), ("error", error),
+                    ("what now", f"the {step} of {name} is tried again every pass; you hear again only if the error changes. "
+                                 f"Look at the game with: pbm game show {name}"),
+                ], now)
+        except Exception:
+            log.exception("could not record the failed %s of game %s", step, game_id)
+
+    def _select(self, ids: list[int], wanted: Callable[[Session, Game], object]) -> list[int]:
+        """The games of ``ids`` that ``wanted`` picks, read without a lock and
+        one by one (a row that cannot be loaded must not hide the others).  A
+        game that cannot be judged is picked: its step then fails under the
+        lock, and is reported there."""
+        out = []
+        with self.db.read() as s:
+            for game_id in ids:
+                try:
+                    game = s.get(Game, game_id)
+                    if game is not None and wanted(s, game):
+                        out.append(game_id)
+                except Exception:
+                    out.append(game_id)
+        return out
+
+    # -- the steps ----------------------------------------------------------------------
+    def run_due(self) -> int:
+        now = clock.now()
+        due = self._select(self.candidates(), lambda s, g: self.why_run(s, g, now))
+        return self._each_game("turn", due, self._run_due_turn)
+
+    def _run_due_turn(self, s: Session, game: Game) -> int:
+        now = clock.now()
+        why = self.why_run(s, game, now)  # again, under the lock: someone else may have run it
+        if why is None:
+            return 0
+        try:
+            with s.begin_nested():  # a refused turn leaves nothing behind
+                run_turn(s, game, self.mailer, now, actor="scheduler" if why == "deadline" else "scheduler (early)", expected_turn=game.turn)
+            if why == "early":
+                game.early_version = game.version
+        except Exception as exc:
+            # the game refused (DeskError) or failed: nothing of the turn is
+            # kept; the deadline is taken off so it is not retried every
+            # pass, and the GM is told
+            if not isinstance(exc, DeskError):
+                log.exception("turn of %s failed", game.name)
+            else:
+                log.warning("turn of %s not run: %s", game.name, exc)
+            missed = game.next_deadline
+            game.next_deadline = None
+            audit(s, now, "scheduler", "turn failed", f"{game.name} {game.turn}: {type(exc).__name__}: {exc}", game)
+            tell_gm(s, self.mailer.composer, self.settings.gm_address, f"The turn of {game.name} due at {show_time(missed)} was not run.", [
+                ("game", game.name), ("turn", str(game.turn)), ("error", f"{type(exc).__name__}: {exc}"),
+                ("what now", f"fix the cause, then run the turn by hand: pbm turn run {game.name} --turn {game.turn} "
+                             f"(the deadlines of {game.deadline or 'the game'} resume after that run)"),
+            ], now)
+        return 1
+
+    @staticmethod
+    def _reminder_window(g: Game, now: datetime) -> bool:
+        return (
+            g.status == "running" and g.next_deadline is not None and g.remind_minutes > 0
+            and g.reminded_for != g.next_deadline
+            and g.next_deadline - timedelta(minutes=g.remind_minutes) <= now < g.next_deadline
+        )
 
     def run_reminders(self) -> int:
-        sent = 0
         now = clock.now()
+        ids = self._select(self.candidates(), lambda s, g: self._reminder_window(g, now))
+        return self._each_game("reminders", ids, self._remind)
 
-        def window(g: Game) -> bool:
-            return (
-                g.status == "running" and g.next_deadline is not None and g.remind_minutes > 0
-                and g.reminded_for != g.next_deadline
-                and g.next_deadline - timedelta(minutes=g.remind_minutes) <= now < g.next_deadline
+    def _remind(self, s: Session, game: Game) -> int:
+        now = clock.now()
+        if not self._reminder_window(game, now) or game.next_deadline is None:
+            return 0  # another scheduler sent them
+        rules = get_rules(game.kind)
+        if not rules.has_turns:
+            game.reminded_for = game.next_deadline
+            return 0
+        players, owing, _ = self.missing(s, game, game.next_deadline)
+        if not players:
+            return 0  # nobody to remind yet; players who join later still get one
+        sent = 0
+        for handle in owing:
+            acc = account_by_handle(s, handle)
+            if acc is None:
+                continue
+            notice = Notice(
+                to=[acc.handle],
+                subject=f"{game.name}: reminder, no orders for {rules.turn_name} {game.turn} yet",
+                template="server/reminder.txt",
+                data={
+                    "game": game.name,
+                    "address": f"{game.name}@{self.settings.domain}",
+                    "turn_name": rules.turn_name,
+                    "turn": game.turn,
+                    "deadline": show_time(game.next_deadline, acc.timezone),
+                    "grace": (f"{game.grace_minutes // 60} hours" if game.grace_minutes % 60 == 0 else f"{game.grace_minutes} minutes")
+                    if game.grace_minutes else "",
+                },
             )
-
-        with self.db.read() as s:
-            ids = [g.id for g in s.scalars(select(Game).where(Game.id.in_(self.candidates()))).all() if window(g)]
-        for game_id in ids:
-            with self.db.write(lock=LOCK_SCHEDULER) as s:
-                game = s.get(Game, game_id)
-                now = clock.now()
-                if game is None or not window(game):
-                    continue  # another scheduler sent them
-                rules = get_rules(game.kind)
-                if not rules.has_turns:
-                    game.reminded_for = game.next_deadline
-                    continue
-                players, owing, _ = self.missing(s, game, game.next_deadline)
-                if not players:
-                    continue  # nobody to remind yet; players who join later still get one
-                for handle in owing:
-                    acc = account_by_handle(s, handle)
-                    if acc is None:
-                        continue
-                    notice = Notice(
-                        to=[acc.handle],
-                        subject=f"{game.name}: reminder, no orders for {rules.turn_name} {game.turn} yet",
-                        template="server/reminder.txt",
-                        data={
-                            "game": game.name,
-                            "address": f"{game.name}@{self.settings.domain}",
-                            "turn_name": rules.turn_name,
-                            "turn": game.turn,
-                            "deadline": show_time(game.next_deadline, acc.timezone),
-                            "grace": (f"{game.grace_minutes // 60} hours" if game.grace_minutes % 60 == 0 else f"{game.grace_minutes} minutes")
-                            if game.grace_minutes else "",
-                        },
-                    )
-                    sent += len(self.mailer.send_notices(s, game, rules, [notice], now))
-                game.reminded_for = game.next_deadline
-                audit(s, now, "scheduler", "reminders", f"{game.name} {rules.turn_name} {game.turn}: " + (", ".join(owing) or "nobody owes orders"), game)
+            sent += len(self.mailer.send_notices(s, game, rules, [notice], now))
+        game.reminded_for = game.next_deadline
+        audit(s, now, "scheduler", "reminders", f"{game.name} {rules.turn_name} {game.turn}: " + (", ".join(owing) or "nobody owes orders"), game)
         return sent
 
     def run_ticks(self) -> int:
-        done = 0
         with self.db.read() as s:
-            ids = s.scalars(select(Game.id).where(Game.status == "running")).all()
-        for game_id in ids:
-            with self.db.write(lock=LOCK_SCHEDULER) as s:
-                game = s.get(Game, game_id)
-                if game is None or game.status != "running":
-                    continue
-                try:
-                    if tick(s, game, self.mailer, clock.now()):
-                        done += 1
-                except Exception:
-                    log.exception("tick of %s failed", game.name)
-                    raise
-        return done
+            ids = list(s.scalars(select(Game.id).where(Game.status == "running").order_by(Game.id)).all())
+        return self._each_game("tick", ids, self._tick)
+
+    def _tick(self, s: Session, game: Game) -> int:
+        if game.status != "running":
+            return 0
+        return 1 if tick(s, game, self.mailer, clock.now()) else 0
 
     def run_once(self) -> int:
         n = self.run_due()
         n += self.run_reminders()
         if time.monotonic() - self._last_tick >= self.settings.tick_seconds:
             self._last_tick = time.monotonic()
-            try:
-                n += self.run_ticks()
-            except Exception:
-                log.exception("ticks failed")
+            n += self.run_ticks()
         if n and self.on_mail:
             self.on_mail()
         return n

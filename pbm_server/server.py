@@ -42,14 +42,22 @@ import sys
 import threading
 import time
 from dataclasses import fields
+from typing import TYPE_CHECKING
 
 from pbm_server.compose import Composer
 from pbm_server.db import Database
 from pbm_server.inbound import GameNames, InboundHandler, IntakeWriter, make_controller
+from pbm_server.notices import tell_gm
 from pbm_server.outbound import Outbound
 from pbm_server.processing import Worker
 from pbm_server.scheduler import Scheduler
 from pbm_server.settings import Settings
+
+if TYPE_CHECKING:
+    from aiosmtpd.controller import Controller
+    from sqlalchemy.orm import Session
+
+    from pbm_server.models import OutboundMail
 
 log = logging.getLogger(__name__)
 
@@ -91,14 +99,14 @@ class Server:
         #: the worker, outbound and scheduler run in a second process
         self.split = processes > 1 and "listener" in parts and any(p in parts for p in BACKEND_PARTS)
         self.local_parts = ("listener",) if self.split else parts
-        self.db = Database(settings.database_url)
+        self.db = Database(settings.database_url, settings.sqlite_max_page_count)
         self.composer = Composer(settings)
         self.worker = Worker(self.db, settings, self.composer)
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
         self.scheduler = Scheduler(self.db, settings, self.worker.mailer, on_mail=self.outbound.wake.set)
         self.worker.on_processed = self.outbound.wake.set
-        self.writer = None
-        self.controller = None
+        self.writer: IntakeWriter | None = None
+        self.controller: Controller | None = None
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
         self._stopping = threading.Event()
@@ -108,11 +116,13 @@ class Server:
         self._last_intake = 0.0
         self.intake_first = settings.intake_first
 
-    def _delivery_failed(self, session, row) -> None:
-        if row.kind == "gm":
+    def _delivery_failed(self, session: Session, row: OutboundMail) -> None:
+        if row.kind.startswith("gm"):
             return  # never tell the GM about a mail to the GM: that could loop
-        self.worker.tell_gm(
+        tell_gm(
             session,
+            self.composer,
+            self.settings.gm_address,
             f"A mail to {row.to_addr} could not be delivered and was given up.",
             [("outbox id", str(row.id)), ("attempts", str(row.attempts)), ("last error", row.last_error or "")],
             row.sent_at or row.next_attempt_at,
@@ -227,12 +237,13 @@ class Server:
             threading.Thread(target=self._supervise, name="back-end-supervisor", daemon=True).start()
         if "listener" in self.local_parts:
             on_commit = self._wake_backend if self.split else self._wake_local
-            self.writer = IntakeWriter(self.db, on_commit=on_commit)
-            handler = InboundHandler(self.settings, self.writer, GameNames(self.db))
-            self.controller = make_controller(self.settings, handler)
-            self.controller.start()
+            writer = self.writer = IntakeWriter(self.db, on_commit=on_commit)
+            handler = InboundHandler(self.settings, writer, GameNames(self.db))
+            controller = self.controller = make_controller(self.settings, handler)
+            controller.start()
+        backend = f" in process {self._backend.pid}" if self._backend is not None else ""
         log.info("pbm serve: %s on %s, domain %s%s", ", ".join(self.local_parts), self.settings.listen, self.settings.domain,
-                 f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)} in process {self._backend.pid}" if self.split else "")
+                 f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)}{backend}" if self.split else "")
 
     def stop(self) -> None:
         self._stopping.set()

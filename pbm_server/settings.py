@@ -138,6 +138,27 @@ class Settings:
     failpoint: str = _setting(
         "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; empty: off"
     )
+    auth_max_failures: int = _setting(
+        5, "failed password checks for one account, or from one sender address, within the window before "
+        "checks are refused unrun", _positive)
+    auth_window_seconds: float = _setting(900.0, "the window in which failed password checks are counted", _positive)
+    auth_block_seconds: float = _setting(
+        60.0, "the first period in which no password is checked after too many failures; doubles each time", _positive)
+    auth_block_max_seconds: float = _setting(86400.0, "the longest such period", _positive)
+    auth_lockout_level: int = _setting(
+        4, "at this many blocked periods in a row the account's owner gets one mail about it", _positive)
+    smtp_max_sessions_per_client: int = _setting(
+        20, "SMTP sessions one client IP address may hold open at once; more get 421", _positive)
+    smtp_max_sessions: int = _setting(400, "SMTP sessions open at once in total; more get 421", _positive)
+    smtp_idle_timeout_seconds: float = _setting(60.0, "an SMTP session silent this long is closed", _positive)
+    gm_shunt_notice_seconds: float = _setting(
+        3600.0, "at most one GM summary of shunted (set-aside) mail per this many seconds", _positive)
+    outbound_claim_seconds: float = _setting(
+        300.0, "how long a server's claim on an outbox row holds (a server that died frees its rows after this)",
+        _positive)
+    sqlite_max_page_count: int = _setting(
+        0, "fault injection in tests: cap the SQLite file at this many pages (a real 'disk full'); 0: no cap",
+        _not_negative)
 
     @property
     def listen_host(self) -> str:

@@ -16,11 +16,11 @@ import sys
 import threading
 import time
 import uuid
+from datetime import datetime, timezone
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
-from email.utils import make_msgid, format_datetime
-from datetime import datetime, timezone
+from email.utils import format_datetime, make_msgid
 from pathlib import Path
 
 from aiosmtpd.controller import Controller

@@ -33,10 +33,7 @@ from games.agora_rpg.model import (
     dungeon_level,
     iso,
 )
-
-
-class Refused(Exception):
-    """The action is not allowed; the message says why.  Nothing changed."""
+from games.base import Refused
 
 
 @dataclass
@@ -126,7 +123,7 @@ def join(world: World, handle: str, now: datetime) -> str:
     c = Character(name=handle, joined=iso(now), tokens=JOIN_TOKENS if fresh else 0)
     world.characters[handle] = c
     world.departed.pop(handle, None)
-    if fresh:
+    if fresh or left is None:
         return f"{handle} joins at the Town Square with {JOIN_TOKENS} movement tokens"
     return (
         f"{handle} joins at the Town Square with no movement tokens: {handle} left less than "
@@ -418,15 +415,14 @@ def transfer(world: World, giver: Character | Npc, qty: int, cur: Currency, to_n
         raise Refused(f"there is no character called {to_name!r} in this game")
     if taker is giver:
         raise Refused("a character cannot transfer to itself")
-    g_pc, t_pc = isinstance(giver, Character), isinstance(taker, Character)
-    if g_pc and t_pc and giver.location != taker.location:
+    if isinstance(giver, Character) and isinstance(taker, Character) and giver.location != taker.location:
         raise Refused(
             f"{giver.name} is at {giver.location} and {taker.name} at {taker.location}: "
             "player characters trade only at the same location (rule 17)"
         )
-    if g_pc and not t_pc and giver.location != taker.name:
+    if isinstance(giver, Character) and not isinstance(taker, Character) and giver.location != taker.name:
         raise Refused(f"{giver.name} must be at {taker.name} to give to {taker.name} (rule 17)")
-    if not g_pc and t_pc and taker.location != giver.name:
+    if not isinstance(giver, Character) and isinstance(taker, Character) and taker.location != giver.name:
         raise Refused(f"{taker.name} must be at {giver.name} for {giver.name} to give to {taker.name} (rule 17)")
     have = giver.holdings.count(cur)
     if have < qty:
@@ -540,8 +536,8 @@ def _int_value(value: str, lowest: int, what: str) -> int:
 
 
 __all__ = [
-    "Dice",
     "ENCOUNTERS",
+    "Dice",
     "Refused",
     "attack",
     "award",

@@ -148,7 +148,7 @@ class Holdings:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Holdings:
-        items = {k: {} for k in ITEM_KINDS}
+        items: dict[str, dict[int, int]] = {k: {} for k in ITEM_KINDS}
         for kind, held in (data.get("items") or {}).items():
             if kind not in items:
                 raise ValueError(f"unknown currency {kind!r}")
@@ -255,10 +255,8 @@ class Character:
         lines = [
             f"{self.name} (player character since {self.joined[:10]})",
             f"  Location: {self.location}",
-            f"  Level {self.level}, experience {self.experience}"
-            f" (next level at {self.level * BASE_EXPERIENCE})",
-            f"  Health {self.health} of {self.max_health}, "
-            f"vitality {self.vitality} of {self.max_vitality}",
+            f"  Level {self.level}, experience {self.experience} (next level at {self.level * BASE_EXPERIENCE})",
+            f"  Health {self.health} of {self.max_health}, vitality {self.vitality} of {self.max_vitality}",
             f"  Movement tokens {self.tokens}, gold {h.gold}, points {points}",
             f"  Knows the stairway down from dungeon levels: {known}",
             f"  Weapons: {h.describe('weapon')} (attack level {self.attack_level})",

@@ -38,7 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from games.curio.model import (
-    DARK, LIGHT, IllegalMove, Position, Setup, SetupError, replay,
+    DARK,
+    LIGHT,
+    Position,
+    Setup,
+    replay,
 )
 
 FIRST_BOARD = 101
@@ -57,7 +61,7 @@ class Board:
     seed: int
     position: Position
     moves: list[str] = field(default_factory=list)
-    start: dict | None = None
+    start: dict[str, Any] | None = None
     status: str = "active"
     winner: str | None = None  # a handle
     reason: str = ""
@@ -78,6 +82,13 @@ class Board:
         if same_handle(handle, self.dark):
             return DARK
         return None
+
+    def side(self, handle: str) -> str:
+        """The side of one of this board's two players."""
+        side = self.side_of(handle)
+        if side is None:
+            raise ValueError(f"{handle} does not play on board {self.number}")
+        return side
 
     def title(self) -> str:
         return f"board {self.number}: {self.light} (Light) vs {self.dark} (Dark)"
@@ -105,7 +116,7 @@ class Board:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Board":
+    def from_json(cls, d: dict[str, Any]) -> Board:
         setup = Setup.from_dict(d["setup"])
         return cls(
             number=int(d["number"]), light=d["light"], dark=d["dark"], setup=setup,
@@ -136,7 +147,7 @@ class CurioState:
     next_board: int = FIRST_BOARD
     boards: dict[int, Board] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, Any]:
         return {
             "version": 1,
             "defaults": dataclasses.asdict(self.defaults),
@@ -145,33 +156,14 @@ class CurioState:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "CurioState":
+    def from_state(cls, d: dict[str, Any]) -> CurioState:
         boards = {int(k): Board.from_json(v) for k, v in d.get("boards", {}).items()}
         nxt = int(d.get("next_board", FIRST_BOARD))
         return cls(Setup.from_dict(d.get("defaults", {})), max([nxt, *(n + 1 for n in boards)]), boards)
-
-    @classmethod
-    def validated(cls, d: dict[str, Any]) -> "CurioState":
-        """Load and check a hand-written or exported document; ValueError naming the problem."""
-        if not isinstance(d, dict):
-            raise ValueError("a curio state is a JSON object")
-        try:
-            state = cls.from_json(d)
-            state.defaults.validate()
-        except SetupError as e:
-            raise ValueError(f"defaults: {e}") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ValueError(f"not a curio state: {e!r}") from None
-        for number, board in state.boards.items():
-            try:
-                board.check()
-            except (SetupError, IllegalMove, ValueError, KeyError, TypeError, AttributeError) as e:
-                raise ValueError(f"board {number}: {e}") from None
-        return state
 
     def players(self) -> list[str]:
         names = {b.handle(s) for b in self.boards.values() if b.active for s in (LIGHT, DARK)}
         return sorted(names, key=str.casefold)
 
 
-__all__ = ["Board", "CurioState", "FIRST_BOARD", "same_handle"]
+__all__ = ["FIRST_BOARD", "Board", "CurioState", "same_handle"]

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
+from typing import Any
 
 LIGHT, DARK = "light", "dark"
 SIDES = (LIGHT, DARK)
@@ -101,7 +102,7 @@ class Setup:
     def rule(self) -> CaptureRule:
         return CAPTURE_RULES[self.capture]
 
-    def validate(self) -> "Setup":
+    def validate(self) -> Setup:
         if not 1 <= self.base <= 9:
             raise SetupError(f"-base must be 1 to 9, not {self.base}")
         if not 4 <= self.rows <= 26:
@@ -132,7 +133,7 @@ class Setup:
             raise SetupError(f"-draw_moves must be 0 (never) or more, not {self.draw_moves}")
         return self
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "base": self.base, "rows": self.rows, "cols": self.cols,
             "num_pieces": self.pieces_per_side, "turn": self.turn, "limit": self.limit,
@@ -140,7 +141,7 @@ class Setup:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Setup":
+    def from_dict(cls, d: dict[str, Any]) -> Setup:
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(**known)
 
@@ -172,7 +173,7 @@ class Square:
     rank: int  # 0 = rank 1, Light's home row
 
     @classmethod
-    def parse(cls, text: str) -> "Square":
+    def parse(cls, text: str) -> Square:
         m = _SQUARE.match(text.strip().lower())
         if not m:
             raise ValueError(f"{text!r} is not a square like d2")
@@ -213,14 +214,14 @@ class Piece:
         far = self.other if viewer == self.side else self.own
         return (near, far) if self.revealed else (near,)
 
-    def turned(self) -> "Piece":
+    def turned(self) -> Piece:
         return Piece(self.side, self.other, self.own, True)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"side": self.side, "own": self.own, "other": self.other, "revealed": self.revealed}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Piece":
+    def from_json(cls, d: dict[str, Any]) -> Piece:
         return cls(d["side"], int(d["own"]), int(d["other"]), bool(d.get("revealed", False)))
 
 
@@ -230,10 +231,10 @@ class Move:
     to: Square
     capture: bool = False
 
-    _RE = re.compile(r"^([a-z][0-9]{1,2})\s*[-x:]?\s*([a-z][0-9]{1,2})$", re.I)
+    _RE = re.compile(r"^([a-z][0-9]{1,2})\s*[-x:]?\s*([a-z][0-9]{1,2})$", re.IGNORECASE)
 
     @classmethod
-    def parse(cls, text: str) -> "Move":
+    def parse(cls, text: str) -> Move:
         m = cls._RE.match(text.strip())
         if not m:
             raise ValueError(f"{text!r} is not a move like d2-b4")
@@ -266,7 +267,7 @@ def layout(setup: Setup, seed: int) -> dict[Square, Piece]:
             squares = sorted(rng.sample(squares, len(kinds)))
         else:
             squares += sorted(rng.sample(front_row, len(kinds) - setup.cols))
-        for sq, (low, high) in zip(squares, kinds):
+        for sq, (low, high) in zip(squares, kinds, strict=False):
             if setup.face == "large":
                 own, other = high, low
             elif setup.face == "small":
@@ -286,7 +287,7 @@ class Position:
     quiet: int = 0  # moves since the last capture
 
     @classmethod
-    def initial(cls, setup: Setup, seed: int) -> "Position":
+    def initial(cls, setup: Setup, seed: int) -> Position:
         return cls(setup, layout(setup, seed))
 
     # -- geometry
@@ -387,7 +388,7 @@ class Position:
                     break
         return moves
 
-    def play(self, move: Move) -> "Position":
+    def play(self, move: Move) -> Position:
         """The position after ``move`` by the side to move (checked first)."""
         move = self.check(self.to_move, move)
         pieces = dict(self.pieces)
@@ -426,19 +427,19 @@ class Position:
         return None
 
     # -- JSON
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "to_move": self.to_move, "ply": self.ply, "quiet": self.quiet,
             "pieces": {sq.name: p.to_json() for sq, p in sorted(self.pieces.items())},
         }
 
     @classmethod
-    def from_json(cls, setup: Setup, d: dict) -> "Position":
+    def from_json(cls, setup: Setup, d: dict[str, Any]) -> Position:
         pieces = {Square.parse(k): Piece.from_json(v) for k, v in d["pieces"].items()}
         return cls(setup, pieces, d.get("to_move", LIGHT), int(d.get("ply", 0)), int(d.get("quiet", 0)))
 
 
-def replay(setup: Setup, seed: int, moves: list[str], start: dict | None = None) -> list[Position]:
+def replay(setup: Setup, seed: int, moves: list[str], start: dict[str, Any] | None = None) -> list[Position]:
     """Every position of a game, from its start (the stored ``seed``'s layout,
     or an explicit ``start`` position) through each move in ``moves``.  Pure:
     the same arguments always give the same positions.  IllegalMove if a move

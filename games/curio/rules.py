@@ -9,14 +9,37 @@ from typing import Any
 
 from games.base import (
     NOT_REGISTERED,
-    Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State,
+    Command,
+    Context,
+    GameError,
+    Line,
+    Mail,
+    Notice,
+    Option,
+    Outcome,
+    Refused,
+    Rules,
+    Section,
+    State,
+    choice,
 )
+from games.curio import parse
 from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
-from games.curio.commands import USAGE, parse_line
 from games.curio.model import (
-    CAPTURE_RULES, DARK, FACES, LIGHT, SIDE_NAME, IllegalMove, Move, Position, Setup,
-    SetupError, opponent,
+    CAPTURE_RULES,
+    DARK,
+    FACES,
+    LIGHT,
+    SIDE_NAME,
+    IllegalMove,
+    Move,
+    Position,
+    Setup,
+    SetupError,
+    opponent,
 )
+from games.curio.parse import USAGE
+from games.curio.state import dump, load, validated
 from games.curio.view import board_data, board_text
 
 REGISTER_FIRST = NOT_REGISTERED
@@ -31,24 +54,12 @@ def _bool(text: str) -> bool:
     raise ValueError(f"expected yes or no, not {text!r}")
 
 
-def _choice(values):
-    def parse(text: str) -> str:
-        t = str(text).strip().lower()
-        if t not in values:
-            raise ValueError(f"expected one of {', '.join(values)}, not {text!r}")
-        return t
-    return parse
-
-
-class Refused(Exception):
-    """A command that cannot be carried out; the message goes to the sender."""
-
-
 @dataclass
-class _Mail:
-    """Collects what one mail's commands say per (recipient, board), so a
-    player gets one mail per board with every event in it."""
+class CurioMail(Mail):
+    """One mail's commands; collects what they say per (recipient, board), so
+    a player gets one mail per board with every event in it."""
 
+    game: CurioState
     sections: dict[tuple[int, str | None], list[str]] = field(default_factory=dict)
     notices: dict[tuple[str, int], tuple[str | None, list[str], str]] = field(default_factory=dict)
 
@@ -64,7 +75,7 @@ class _Mail:
         self.notices[key] = (side, lines, subject)
 
 
-class CurioRules(Rules):
+class CurioRules(Rules[CurioMail]):
     kind = "curio"
     title = "Curio"
     summary = (
@@ -74,6 +85,7 @@ class CurioRules(Rules):
         "Capture all enemy royal pieces to win.  Many boards run in one game."
     )
     has_turns = False
+    pbm_prefix = True
     default_deadline = None
     turn_name = "move"
     options = (
@@ -84,48 +96,38 @@ class CurioRules(Rules):
         Option("turn", True, "pieces turn round after a capture (-turn / -no_turn)", _bool),
         Option("limit", True, "pieces move at most their face value (-limit / -no_limit)", _bool),
         Option("face", "large", "which face points at the owner: large, small or random",
-               _choice(FACES)),
-        Option("capture", "le", "capture rule: " + ", ".join(CAPTURE_RULES), _choice(CAPTURE_RULES)),
+               choice(*FACES)),
+        Option("capture", "le", "capture rule: " + ", ".join(CAPTURE_RULES), choice(*CAPTURE_RULES)),
         Option("draw_moves", 50, "moves in a row without a capture that draw (0: never)", int),
     )
 
     # -- life cycle -------------------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:
-        values = {o.name: o.default for o in self.options}
-        values.update({k: v for k, v in (options or {}).items() if k in values})
+        values = self.option_values(options)
         try:
             defaults = Setup(**values).validate()
         except (SetupError, TypeError) as e:
             raise GameError(f"curio options: {e}") from None
-        return CurioState(defaults=defaults).to_json()
+        return dump(CurioState(defaults=defaults))
 
     def import_state(self, data: dict[str, Any]) -> State:
-        try:
-            return CurioState.validated(data).to_json()
-        except ValueError as e:
-            raise GameError(str(e)) from None
+        return validated(data)
 
     def export_state(self, state: State) -> dict[str, Any]:
-        return CurioState.from_json(state).to_json()
+        return dump(load(state))
 
     # -- mail -------------------------------------------------------------------------
-    def parse(self, lines: list[Line]) -> list[Command]:
-        return [parse_line(line) for line in lines]
+    def parse_line(self, line: Line) -> Command:
+        return parse.parse_line(line)
 
-    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
-        game = CurioState.from_json(state)
-        mail = _Mail()
-        outcome = Outcome(state=state)
-        for cmd in commands:
-            if cmd.error:
-                outcome.results.append(Result(cmd.line, False, cmd.error, cmd.text))
-                continue
-            try:
-                handler = getattr(self, f"_do_{cmd.name}")
-                message = handler(game, cmd, ctx, mail, outcome)
-                outcome.results.append(Result(cmd.line, True, f"accepted: {message}", cmd.text))
-            except Refused as e:
-                outcome.results.append(Result(cmd.line, False, str(e), cmd.text))
+    def safe_echo(self, line: Line) -> str:
+        return parse.masked(line)
+
+    def open_mail(self, state: State, commands: list[Command], ctx: Context) -> CurioMail:
+        return CurioMail(ctx, commands, Outcome(state=state), game=load(state))
+
+    def close_mail(self, mail: CurioMail) -> None:
+        game, outcome = mail.game, mail.outcome
         for (number, side), headlines in mail.sections.items():
             board = game.boards[number]
             data = board_data(board, side, headlines)
@@ -136,8 +138,7 @@ class CurioRules(Rules):
             outcome.notices.append(Notice(
                 to=[handle], subject=subject, template="board.txt",
                 data=board_data(board, side, headlines), kind="report"))
-        outcome.state = game.to_json()
-        return outcome
+        outcome.state = dump(game)
 
     # -- helpers ----------------------------------------------------------------------
     @staticmethod
@@ -162,7 +163,7 @@ class CurioRules(Rules):
         return side
 
     @staticmethod
-    def _observers(board: Board, mail: _Mail, headline: str, subject: str) -> None:
+    def _observers(board: Board, mail: CurioMail, headline: str, subject: str) -> None:
         for handle in board.subscribers:
             mail.tell(handle, board, None, headline, subject)
 
@@ -176,12 +177,13 @@ class CurioRules(Rules):
     @staticmethod
     def _end_headline(board: Board) -> str:
         if board.winner:
-            return (f"Game over: {board.winner} ({SIDE_NAME[board.side_of(board.winner)]}) won, "
+            return (f"Game over: {board.winner} ({SIDE_NAME[board.side(board.winner)]}) won, "
                     f"{board.reason}.")
         return f"Game over: a draw, {board.reason}."
 
     # -- commands ---------------------------------------------------------------------
-    def _do_challenge(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_challenge(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
         actor = ctx.actor
         if actor is None or not actor.handle:
             raise Refused(REGISTER_FIRST)
@@ -205,7 +207,8 @@ class CurioRules(Rules):
         except SetupError as e:
             raise Refused(f"this board cannot be set up: {e}") from None
         setup = Setup.from_dict(setup.to_dict())
-        seed = ctx.rng.randrange(2 ** 31)
+        # 128 bits: the layout must not be found by trying every seed from a first board mail
+        seed = ctx.rng.getrandbits(128)
         start = Position.initial(setup, seed)
         ended = start.result()
         if ended is not None:
@@ -229,7 +232,8 @@ class CurioRules(Rules):
                          f"{setup.flags()}, seed {seed}")
         return f"board {number}: {light} (Light) vs {dark} (Dark), {light} moves first"
 
-    def _do_move(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_move(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         try:
@@ -274,7 +278,8 @@ class CurioRules(Rules):
         self._observers(board, mail, head, f"Curio board {board.number}: {me} played {move}")
         return f"{move} on board {board.number}" + (f"; {board.reason}" if result else "")
 
-    def _do_resign(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_resign(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         if not board.active:
@@ -294,7 +299,8 @@ class CurioRules(Rules):
         self._observers(board, mail, head, f"Curio board {board.number}: {what}")
         return f"{what} on board {board.number}"
 
-    def _do_draw(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_draw(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         if not board.active:
@@ -329,18 +335,21 @@ class CurioRules(Rules):
         self._observers(board, mail, head, f"Curio board {n}: drawn")
         return f"draw agreed on board {n}"
 
-    def _do_show(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_show(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         mail.reply(board, None)
         return f"board {board.number} as an observer sees it"
 
-    def _do_showas(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_showas(self, mail: CurioMail, cmd: Command) -> str:
+        game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
         mail.reply(board, side)
         return f"board {board.number} as {board.handle(side)} sees it"
 
-    def _do_subscribe(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_subscribe(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
         board = self._board(game, cmd.args["board"])
         handle = ctx.actor.handle if ctx.actor else None
         if not handle:
@@ -355,7 +364,8 @@ class CurioRules(Rules):
         mail.reply(board, None, f"You now follow board {board.number} as an observer.")
         return f"you will get every move on board {board.number} (observer's view)"
 
-    def _do_unsubscribe(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_unsubscribe(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
         board = self._board(game, cmd.args["board"])
         handle = ctx.actor.handle if ctx.actor else None
         if not handle:
@@ -366,7 +376,8 @@ class CurioRules(Rules):
         board.subscribers = kept
         return f"you no longer follow board {board.number}"
 
-    def _do_boards(self, game: CurioState, cmd: Command, ctx: Context, mail: _Mail, out: Outcome) -> str:
+    def handle_boards(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
         handle = ctx.actor.handle if ctx.actor else None
         shown = [b for b in game.boards.values() if b.active or b.side_of(handle)]
         text = "\n".join(b.summary() for b in shown) or "No boards yet: start one with " + USAGE["challenge"]
@@ -375,10 +386,10 @@ class CurioRules(Rules):
 
     # -- what people see --------------------------------------------------------------
     def players(self, state: State) -> list[str]:
-        return CurioState.from_json(state).players()
+        return load(state).players()
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
-        game = CurioState.from_json(state)
+        game = load(state)
         sections = []
         for number, board in sorted(game.boards.items()):
             side = board.side_of(viewer)
@@ -387,6 +398,21 @@ class CurioRules(Rules):
         if not sections:
             sections.append(Section(title="Curio", text="No boards yet."))
         return sections
+
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """Both faces of a piece that has not turned, as a board cell would
+        show them to this viewer: nobody knows both faces of such a piece
+        (its owner does not see the face toward the opponent)."""
+        hidden: set[str] = set()
+        shown: set[str] = set()
+        for board in load(state).boards.values():
+            side = board.side_of(viewer)
+            for piece in board.position.pieces.values():
+                mine = piece.side == (side or LIGHT)
+                left, right = ("[", "]") if mine else ("(", ")")
+                tokens = {f"{left}{piece.own}{piece.other}{right}", f"{left}{piece.other}{piece.own}{right}"}
+                (shown if piece.revealed else hidden).update(tokens)
+        return sorted(hidden - shown)
 
     def help_text(self) -> str:
         options = (

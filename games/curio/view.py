@@ -61,7 +61,7 @@ def orientation(position: Position, viewer: str | None) -> tuple[list[int], list
     return ranks[::-1], files
 
 
-def grid_rows(position: Position, viewer: str | None) -> tuple[list[str], list[dict]]:
+def grid_rows(position: Position, viewer: str | None) -> tuple[list[str], list[dict[str, Any]]]:
     ranks, files = orientation(position, viewer)
     letters = [chr(ord("a") + f) for f in files]
     rows = []
@@ -115,7 +115,7 @@ def status_line(board: Board, viewer_side: str | None) -> str:
     if board.status == "finished":
         if board.winner:
             won = "You won" if board.side_of(board.winner) == viewer_side and viewer_side \
-                else f"{board.winner} ({SIDE_NAME[board.side_of(board.winner)]}) won"
+                else f"{board.winner} ({SIDE_NAME[board.side(board.winner)]}) won"
             return f"Game over {after}. {won}: {board.reason}."
         return f"Game over {after}: a draw, {board.reason}."
     mover = board.handle(pos.to_move)

@@ -92,6 +92,13 @@ class Game:
     def order_of(self, handle: str) -> list[Gift] | None:
         return self.orders.get(key(handle))
 
+    def player(self, handle: str) -> Player:
+        """The player ``handle`` (KeyError if there is none)."""
+        p = self.find(handle)
+        if p is None:
+            raise KeyError(handle)
+        return p
+
     def order_lines(self, handle: str) -> list[str]:
         return [g.line() for g in self.orders.get(key(handle), [])]
 
@@ -114,7 +121,7 @@ class Game:
 
     # -- JSON -------------------------------------------------------------
     @classmethod
-    def from_state(cls, state: dict[str, Any], check: bool = False) -> "Game":
+    def from_state(cls, state: dict[str, Any], check: bool = False) -> Game:
         """The game in ``state``.  ``check`` (imports): fill in the optional
         fields a hand-written file may leave out, spell order keys and
         recipients as registered, and validate everything."""
@@ -211,15 +218,15 @@ class Game:
                 raise GameError('last must be null or {"round": N, "rings": [[points, [handle, ...]], ...]}')
         index = self.player_index()
         for giver, gifts in self.orders.items():
-            p = index.get(giver)
-            if p is None or not p.active:
+            holder = index.get(giver)
+            if holder is None or not holder.active:
                 raise GameError(f"an order is held for {giver!r}, who is not an active player")
-            if sum(g.amount for g in gifts) != p.holding or any(g.amount < 1 for g in gifts):
-                raise GameError(f"the order held for {p.handle} does not add up to the holding {p.holding}")
+            if sum(g.amount for g in gifts) != holder.holding or any(g.amount < 1 for g in gifts):
+                raise GameError(f"the order held for {holder.handle} does not add up to the holding {holder.holding}")
             for g in gifts:
                 r = index.get(key(g.to))
-                if r is None or not r.active or r is p:
-                    raise GameError(f"the order held for {p.handle} gives to {g.to!r}, not another active player")
+                if r is None or not r.active or r is holder:
+                    raise GameError(f"the order held for {holder.handle} gives to {g.to!r}, not another active player")
 
 
 def _copy(value: Any) -> Any:

@@ -99,15 +99,15 @@ def resolve_round(
             if j is None:
                 j = by_key[key(gift.to)]
             mine[j] = mine.get(j, 0) + gift.amount
-    for gifts in out:
-        for j, n in gifts.items():
+    for received in out:
+        for j, n in received.items():
             rows[j].got += n
     # No order: the holding is forfeited, or split evenly among the others.
     others = len(active) - 1
     if game.no_order == "split" and others > 0:
         each = [0 if row.ordered or row.kept else row.holding // others for row in rows]
         pool = sum(each)
-        for row, own in zip(rows, each):
+        for row, own in zip(rows, each, strict=True):
             row.share = pool - own
             row.got += row.share
             if not row.ordered and not row.kept:
@@ -118,7 +118,7 @@ def resolve_round(
                 row.forfeited = row.holding
 
     analysis = find_rings(out, tangle_loops)
-    for row, bonus in zip(rows, analysis.bonuses(len(active))):
+    for row, bonus in zip(rows, analysis.bonuses(len(active)), strict=False):
         row.bonus = bonus
         row.score = row.got + bonus
 

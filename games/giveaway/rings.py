@@ -33,8 +33,8 @@ most 2**L - 1 cycles, whatever the number of members.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 #: a circle with more loops than this (gifts answered by a gift back left out)
 #: is a tangle: no ring of three or more players forms in it.
@@ -186,14 +186,14 @@ def strongly_connected(succ: dict[int, list[int]]) -> list[list[int]]:
     comps: list[list[int]] = []
     counter = 0
     push, pop = stack.append, stack.pop
-    for root in succ:
+    for root, successors in succ.items():
         if root in index:
             continue
         index[root] = low[root] = counter
         counter += 1
         push(root)
         on_stack.add(root)
-        work = [(root, iter(succ[root]))]
+        work = [(root, iter(successors))]
         while work:
             v, it = work[-1]
             for w in it:
@@ -208,15 +208,13 @@ def strongly_connected(succ: dict[int, list[int]]) -> list[list[int]]:
                     break
                 if w in on_stack:
                     iw = index[w]
-                    if iw < low[v]:
-                        low[v] = iw
+                    low[v] = min(low[v], iw)
             else:
                 work.pop()
                 lv = low[v]
                 if work:
                     u = work[-1][0]
-                    if lv < low[u]:
-                        low[u] = lv
+                    low[u] = min(low[u], lv)
                 if lv == index[v]:
                     w = pop()
                     on_stack.discard(w)
@@ -264,22 +262,28 @@ def simple_cycles(inner: dict[int, list[int]]) -> Iterator[tuple[int, ...]]:
     pos = {b: i for i, b in enumerate(branch)}
 
     for start in branch:
-        first = pos[start]
-        on_path = {start}
-        pieces: list[list[int]] = []
+        yield from _cycles_from(start, chains, pos)
 
-        def extend(node: int) -> Iterator[tuple[int, ...]]:
-            for end, path in chains[node]:
-                if end == start:
-                    yield _rotate([m for piece in pieces for m in piece] + path)
-                elif pos[end] > first and end not in on_path:
-                    on_path.add(end)
-                    pieces.append(path)
-                    yield from extend(end)
-                    pieces.pop()
-                    on_path.discard(end)
 
-        yield from extend(start)
+def _cycles_from(start: int, chains: dict[int, list[tuple[int, list[int]]]],
+                 pos: dict[int, int]) -> Iterator[tuple[int, ...]]:
+    """The cycles through ``start`` that visit only branch nodes after it in ``pos`` order."""
+    first = pos[start]
+    on_path = {start}
+    pieces: list[list[int]] = []
+
+    def extend(node: int) -> Iterator[tuple[int, ...]]:
+        for end, path in chains[node]:
+            if end == start:
+                yield _rotate([m for piece in pieces for m in piece] + path)
+            elif pos[end] > first and end not in on_path:
+                on_path.add(end)
+                pieces.append(path)
+                yield from extend(end)
+                pieces.pop()
+                on_path.discard(end)
+
+    yield from extend(start)
 
 
 def _rotate(cycle: list[int]) -> tuple[int, ...]:

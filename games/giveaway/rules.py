@@ -10,25 +10,28 @@ Mail syntax (to NAME@domain, with $$password$$):
 
 from __future__ import annotations
 
-import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from games.base import (
     ALL_PLAYERS,
-    actor_problem,
     Command,
     Context,
     GameError,
     Line,
+    Mail,
     Notice,
     Option,
     Outcome,
-    Result,
+    Refused,
     Rules,
     Section,
     State,
+    acceptance,
+    actor_problem,
+    refusal,
 )
+from games.giveaway import parse
 from games.giveaway.model import (
     JOINING,
     MIN_PLAYERS,
@@ -40,15 +43,9 @@ from games.giveaway.model import (
     Player,
     key,
 )
-from games.giveaway.report import order_data, pts, report_data
 from games.giveaway.resolve import advance, resolve_round
-
-GIVE_SYNTAX = "expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice"
-COMMANDS = "GIVE <n> TO <handle>, JOIN or LEAVE"
-_GIVE = re.compile(r"^give\s+(?P<n>\S+)\s+(?:points?\s+)?to\s+(?P<to>\S+)\s*$", re.IGNORECASE)
-_INT = re.compile(r"^[+-]?\d+$")
-_NUMBERISH = re.compile(r"^[+-]?\d*[.,/]\d*$")
-MAX_GIFT = 10**9
+from games.giveaway.state import dump, load, validated
+from games.giveaway.view import order_data, pts, report_data
 
 
 def parse_no_order(text: str) -> str:
@@ -68,7 +65,12 @@ def parse_round_limit(text: str) -> int:
     return value
 
 
-class GiveawayRules(Rules):
+@dataclass
+class GiveawayMail(Mail):
+    game: Game
+
+
+class GiveawayRules(Rules[GiveawayMail]):
     kind = "giveaway"
     title = "Giveaway"
     summary = (
@@ -100,109 +102,67 @@ class GiveawayRules(Rules):
 
     # -- life cycle ---------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:
-        unknown = set(options) - {o.name for o in self.options}
-        if unknown:
-            raise GameError(f"unknown giveaway option(s): {', '.join(sorted(unknown))}; known: no_order, round_limit")
-        try:
-            no_order = parse_no_order(options.get("no_order", "forfeit"))
-            round_limit = parse_round_limit(options.get("round_limit", 0))
-        except ValueError as exc:
-            raise GameError(str(exc)) from None
-        return Game(no_order=no_order, round_limit=round_limit).to_state()
+        values = self.option_values(options)
+        return dump(Game(no_order=values["no_order"], round_limit=values["round_limit"]))
 
     def import_state(self, data: dict[str, Any]) -> State:
-        if not isinstance(data, dict):
-            raise GameError("a giveaway state is a JSON object")
-        return Game.from_state(data, check=True).to_state()
+        return validated(data)
 
     def export_state(self, state: State) -> dict[str, Any]:
-        return Game.from_state(state).to_state()
+        return dump(load(state))
 
     # -- mail ---------------------------------------------------------------
-    def parse(self, lines: list[Line]) -> list[Command]:
-        return [self._parse_line(line) for line in lines]
+    def parse_line(self, line: Line) -> Command:
+        return parse.parse_line(line)
 
-    def _parse_line(self, line: Line) -> Command:
-        try:
-            text = line.text.strip()
-            words = text.split()
-            if not words:
-                return Command(line, "?", error=f"empty line: expected {COMMANDS}")
-            word = words[0].lower()
-            if word == "give":
-                return _parse_give(line, text)
-            if word in ("join", "leave"):
-                if len(words) > 1:
-                    return Command(line, word, error=f"{word.upper()} takes nothing after it: write just {word.upper()}")
-                return Command(line, word)
-            shown = words[0] if len(words[0]) <= 30 else words[0][:30] + "..."
-            return Command(line, "?", error=f"unknown command {shown!r}: expected {COMMANDS}")
-        except Exception as exc:  # parse() never raises
-            return Command(line, "?", error=f"could not read this line ({exc.__class__.__name__}): expected {COMMANDS}")
+    def open_mail(self, state: State, commands: list[Command], ctx: Context) -> GiveawayMail:
+        return GiveawayMail(ctx, commands, Outcome(state={}), game=load(state))
 
-    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
-        game = Game.from_state(state)
-        actor = ctx.actor
-        results: list[Result | None] = [None] * len(commands)
-        out = Outcome(state={})
-        problem = _actor_problem(actor)
-        gives: list[int] = []
-        for i, cmd in enumerate(commands):
-            if cmd.name == "give":
-                gives.append(i)
-                continue
-            if not cmd.ok:
-                results[i] = Result(cmd.line, False, cmd.error or "not understood", cmd.text)
-                continue
-            if problem:
-                results[i] = Result(cmd.line, False, problem, cmd.text)
-                continue
-            if cmd.name == "join":
-                game, message, ok = self._join(game, actor.handle, out)
-            elif cmd.name == "leave":
-                game, message, ok = self._leave(game, actor.handle, out, ctx)
-            else:
-                message, ok = f"unknown command: expected {COMMANDS}", False
-            results[i] = Result(cmd.line, ok, message, cmd.text)
+    def close_mail(self, mail: GiveawayMail) -> None:
+        gives = [i for i, cmd in enumerate(mail.commands) if cmd.name == "give"]
         if gives:
-            game = self._give(game, [commands[i] for i in gives], actor, problem, out, gives, results)
-        out.results = [r for r in results if r is not None]
-        out.state = game.to_state()
-        return out
+            mail.game = self._give(mail, gives)
+        mail.outcome.state = dump(mail.game)
 
     # -- the commands ---------------------------------------------------------
-    def _join(self, game: Game, handle: str, out: Outcome) -> tuple[Game, str, bool]:
+    def handle_join(self, mail: GiveawayMail, cmd: Command) -> str:
+        game, handle = mail.game, mail.sender()
         if game.over:
-            return game, "the game is over: nobody can join any more", False
+            raise Refused("the game is over: nobody can join any more")
         p = game.find(handle)
         if p is not None and p.active:
-            return game, "you are already playing in this game", False
+            raise Refused("you are already playing in this game")
         if game.started:
-            return game, (
+            raise Refused(
                 f"round 1 has been played: players can join only before round 1 is resolved "
                 f"(this game is in round {game.round})"
-            ), False
-        game = replace(game, players=[*game.players, Player(handle=handle)])
-        out.joined.append(handle)
+            )
+        mail.game = game = replace(game, players=[*game.players, Player(handle=handle)])
+        mail.outcome.joined.append(handle)
         n = len(game.active)
-        return game, (
-            f"accepted: you are in the game with {pts(START_HOLDING)} for round 1 "
+        return (
+            f"you are in the game with {pts(START_HOLDING)} for round 1 "
             f"({n} player{'s' if n != 1 else ''} so far; a round needs at least {MIN_PLAYERS})"
-        ), True
+        )
 
-    def _leave(self, game: Game, handle: str, out: Outcome, ctx: Context) -> tuple[Game, str, bool]:
+    def handle_give(self, mail: GiveawayMail, cmd: Command) -> None:
+        """A mail's GIVE lines are one order: ``close_mail`` takes or refuses them together."""
+        return
+
+    def handle_leave(self, mail: GiveawayMail, cmd: Command) -> str:
+        game, handle, out, ctx = mail.game, mail.sender(), mail.outcome, mail.ctx
         p = game.find(handle)
         if p is None or not p.active:
-            return game, "you are not playing in this game", False
+            raise Refused("you are not playing in this game")
         if game.over:
-            return game, "the game is over", False
+            raise Refused("the game is over")
         k = p.key
         if game.started:
             players = [replace(q, active=False, left_round=game.round) if q.key == k else q for q in game.players]
-            message = f"accepted: you have left the game; your {pts(p.holding)} are forfeited"
+            message = f"you have left the game; your {pts(p.holding)} are forfeited"
         else:
             players = [q for q in game.players if q.key != k]
-            message = "accepted: you have left the game before round 1"
+            message = "you have left the game before round 1"
         orders = {}
         dropped = []
         for giver, gifts in game.orders.items():
@@ -244,19 +204,14 @@ class GiveawayRules(Rules):
                 )
             )
             message += "; the game is over, too few players remain"
-        return game, message, True
+        mail.game = game
+        return message
 
-    def _give(
-        self,
-        game: Game,
-        cmds: list[Command],
-        actor: Any,
-        problem: str | None,
-        out: Outcome,
-        where: list[int],
-        results: list[Result | None],
-    ) -> Game:
+    def _give(self, mail: GiveawayMail, where: list[int]) -> Game:
         """A mail's GIVE lines are one order set: all taken, or all refused."""
+        game, actor, out, results = mail.game, mail.ctx.actor, mail.outcome, mail.results
+        problem = actor_problem(actor)
+        cmds = [mail.commands[i] for i in where]
         messages: list[str | None] = [None] * len(cmds)
         me = game.find(actor.handle) if actor is not None and actor.handle else None
         for j, cmd in enumerate(cmds):
@@ -278,7 +233,7 @@ class GiveawayRules(Rules):
             for j in range(len(cmds)):
                 if messages[j] is None:
                     messages[j] = "not taken: a mail's GIVE lines are one order and another line of it was refused"
-        elif total != me.holding:
+        elif me is not None and total != me.holding:
             short = "short of" if total < me.holding else "more than"
             reason = (
                 f"your GIVE lines add up to {pts(total)}, {short} your holding of {me.holding}: "
@@ -288,30 +243,31 @@ class GiveawayRules(Rules):
             refused = True
         if refused:
             for j, cmd in enumerate(cmds):
-                results[where[j]] = Result(cmd.line, False, messages[j], cmd.text)
+                results[where[j]] = refusal(cmd, messages[j] or "")
             if me is not None and me.active and not game.over:
                 if game.order_of(me.handle):
                     out.orders[me.handle] = game.order_lines(me.handle)
                 out.sections.append(_order_section(game, me.handle, refused=True))
             return game
+        assert me is not None  # else every line was refused
         merged: dict[str, Gift] = {}
         for cmd in cmds:
-            target = game.find(cmd.args["to"])
+            target = game.player(cmd.args["to"])
             g = merged.get(target.key)
             merged[target.key] = Gift(cmd.args["amount"] + (g.amount if g else 0), target.handle)
         orders = dict(game.orders)
         orders[me.key] = list(merged.values())
         game = replace(game, orders=orders)
         for j, cmd in enumerate(cmds):
-            target = game.find(cmd.args["to"])
-            results[where[j]] = Result(cmd.line, True, f"accepted: {pts(cmd.args['amount'])} to {target.handle}", cmd.text)
+            target = game.player(cmd.args["to"])
+            results[where[j]] = acceptance(cmd, f"{pts(cmd.args['amount'])} to {target.handle}")
         out.orders[me.handle] = game.order_lines(me.handle)
         out.sections.append(_order_section(game, me.handle, refused=False))
         return game
 
     # -- turns ----------------------------------------------------------------
     def run_turn(self, state: State, ctx: Context) -> Outcome:
-        game = Game.from_state(state)
+        game = load(state)
         if game.over:
             raise GameError(f"this Giveaway game is over: {game.end_note or 'no more rounds'}")
         active = game.active
@@ -325,7 +281,7 @@ class GiveawayRules(Rules):
                 f"at the next deadline; more players can still JOIN."
             )
             return Outcome(
-                state=game.to_state(),
+                state=dump(game),
                 notices=[
                     Notice(
                         to=[ALL_PLAYERS],
@@ -354,20 +310,20 @@ class GiveawayRules(Rules):
             + (f", winner {result.winner}" if result.winner else "")
             + (", game over" if result.finished else "")
         ]
-        return Outcome(state=new.to_state(), notices=[notice], turn_done=True, finished=result.finished, audit=audit)
+        return Outcome(state=dump(new), notices=[notice], turn_done=True, finished=result.finished, audit=audit)
 
     # -- what people see --------------------------------------------------------
     def players(self, state: State) -> list[str]:
-        return [p.handle for p in Game.from_state(state).active]
+        return [p.handle for p in load(state).active]
 
     def waiting_for(self, state: State) -> list[str]:
-        game = Game.from_state(state)
+        game = load(state)
         if game.over:
             return []
         return [p.handle for p in game.active if p.key not in game.orders]
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
-        game = Game.from_state(state)
+        game = load(state)
         lines = []
         if game.over:
             lines.append(f"The game is over after round {game.round}.")
@@ -389,6 +345,14 @@ class GiveawayRules(Rules):
             sections.append(_order_section(game, me.handle, refused=False, show_lines=True))
         return sections
 
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """The order lines other players hold for the coming round."""
+        game = load(state)
+        own = set(game.order_lines(viewer)) if viewer else set()
+        others = {line for p in game.active if viewer is None or key(p.handle) != key(viewer)
+                  for line in game.order_lines(p.handle)}
+        return sorted(others - own)
+
     def help_text(self) -> str:
         return (
             self.summary
@@ -403,7 +367,6 @@ class GiveawayRules(Rules):
         )
 
 
-_actor_problem = actor_problem
 
 
 def _recipient_problem(game: Game, me: Player, to: str) -> str | None:
@@ -425,24 +388,3 @@ def _order_section(game: Game, handle: str, refused: bool, show_lines: bool = Fa
         template="order.txt",
         data=order_data(game, handle, refused, show_lines),
     )
-
-
-def _parse_give(line: Line, text: str) -> Command:
-    m = _GIVE.match(text)
-    if not m:
-        return Command(line, "give", error=GIVE_SYNTAX)
-    n_text, to = m.group("n"), m.group("to").rstrip(".,;:!")
-    if not to:
-        return Command(line, "give", error=GIVE_SYNTAX)
-    if not _INT.match(n_text):
-        if _NUMBERISH.match(n_text):
-            return Command(line, "give", error=f"whole points only (rule 3): {n_text!r} is not a whole number; {GIVE_SYNTAX}")
-        return Command(line, "give", error=f"{n_text!r} is not a number of points; {GIVE_SYNTAX}")
-    n = int(n_text)
-    if n < 0:
-        return Command(line, "give", error="you cannot give negative points (rule 3): give 1 or more")
-    if n == 0:
-        return Command(line, "give", error="a gift is at least 1 point: leave out gifts of 0")
-    if n > MAX_GIFT:
-        return Command(line, "give", error=f"{n} points is far more than anybody holds")
-    return Command(line, "give", args={"amount": n, "to": to})

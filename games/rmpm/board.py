@@ -11,6 +11,7 @@ field and the field below).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 SIZE = 25
 PARKING = (13, 13)
@@ -31,6 +32,14 @@ _FIELDS = {name: f for f, name in _NAMES.items()}
 def fmt(f: Field) -> str:
     name = _NAMES.get(f)
     return name if name is not None else f"{f[0]:02d}-{f[1]:02d}"
+
+
+def field_of(text: str, on_board: bool = True) -> Field:
+    """The field of a line the parser accepted (ValueError if it is none)."""
+    f = parse_field(text, on_board)
+    if f is None:
+        raise ValueError(f"not a field: {text!r}")
+    return f
 
 
 def parse_field(text: str, on_board: bool = True) -> Field | None:
@@ -116,20 +125,20 @@ class Board:
         self.fences = fences
 
     @classmethod
-    def default(cls) -> "Board":
+    def default(cls) -> Board:
         numbers = [[default_number(r, c) for c in range(1, SIZE + 1)] for r in range(1, SIZE + 1)]
         fences = {(r, 13, "r") for r in range(1, SIZE + 1)}
         return cls(numbers, fences)
 
     # -- state ------------------------------------------------------------
-    def to_state(self) -> dict:
+    def to_state(self) -> dict[str, Any]:
         return {
             "numbers": ["".join(str(n) for n in row) for row in self.numbers],
             "fences": sorted(fence_key(f) for f in self.fences),
         }
 
     @classmethod
-    def from_state(cls, numbers: list, fences: list) -> "Board":
+    def from_state(cls, numbers: list[Any], fences: list[Any]) -> Board:
         """Build from the state form; raises ValueError naming the problem."""
         if not isinstance(numbers, list) or len(numbers) != SIZE:
             raise ValueError(f"numbers: expected {SIZE} rows")
@@ -179,8 +188,11 @@ class Board:
 
     # -- changes ----------------------------------------------------------
     def turn_fence(self, f: Field, frm: str, to: str) -> None:
+        new = side_fence(f, to)
+        if new is None:
+            raise ValueError(f"the {DIR_NAMES[to]} side of {fmt(f)} is the board edge")
         self.fences.discard(side_fence(f, frm))
-        self.fences.add(side_fence(f, to))
+        self.fences.add(new)
 
     def exchange(self, a: Field, b: Field) -> None:
         na, nb = self.number(a), self.number(b)

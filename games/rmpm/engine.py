@@ -7,12 +7,13 @@ rulings of docs/games/rmpm.md settle the gaps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dfield
+from dataclasses import dataclass
+from dataclasses import field as dfield
 
 from games.base import Command, Line
-from games.rmpm.board import DIR_NAMES, DIRS, PARKING, Field, direction, fmt, on_board_, parse_field, step
+from games.rmpm.board import DIR_NAMES, DIRS, PARKING, Field, direction, field_of, fmt, on_board_, step
 from games.rmpm.model import Game, Player, wrap
-from games.rmpm.orders import parse_line
+from games.rmpm.parse import parse_line
 
 FIELD_PRICE = 500
 
@@ -61,7 +62,7 @@ def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str
                                      "where your move makes an encounter")
         if len(moves) >= 2:
             (i1, m1), (i2, m2) = moves[0], moves[1]
-            a, t = parse_field(m1.args["from"]), parse_field(m1.args["to"], on_board=False)
+            a, t = field_of(m1.args["from"]), field_of(m1.args["to"], on_board=False)
             d = direction(a, t)
             if d is None or d[1] != 1:
                 errors[i1] = f"chip 1 moves exactly one field up, down, left or right, not {m1.text}"
@@ -71,7 +72,7 @@ def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str
             chips = p.chips or []
             if len(moves) >= 2:
                 (i1, m1), (i2, m2) = moves[0], moves[1]
-                f1, f2 = parse_field(m1.args["from"]), parse_field(m2.args["from"])
+                f1, f2 = field_of(m1.args["from"]), field_of(m2.args["from"])
                 if f1 not in chips:
                     errors.setdefault(i1, f"no chip of yours on {fmt(f1)}; your chips are on "
                                           f"{fmt(chips[0])} and {fmt(chips[1])}")
@@ -80,7 +81,7 @@ def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str
                     if f2 != other:
                         errors.setdefault(i2, f"chip 2 must be your other chip, on {fmt(other)}")
             for i, c in block:
-                if c.name == "fence" and parse_field(c.args["at"]) not in chips:
+                if c.name == "fence" and field_of(c.args["at"]) not in chips:
                     errors[i] = f"no chip of yours on {c.args['at']}: fences can only be turned around your own chips"
                 if c.name == "exchange":
                     mid = _middle(c)
@@ -91,7 +92,7 @@ def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str
 
 
 def _middle(c: Command) -> Field:
-    a, b = parse_field(c.args["a"]), parse_field(c.args["b"])
+    a, b = field_of(c.args["a"]), field_of(c.args["b"])
     return ((a[0] + b[0]) // 2, (a[1] + b[1]) // 2)
 
 
@@ -124,7 +125,7 @@ class SlotResult:
 
 def run_slot(game: Game, p: Player, cmds: list[Command]) -> SlotResult:
     """Carry out one player's held orders on the board as it stands."""
-    res = SlotResult(player=p, old=list(p.chips))
+    res = SlotResult(player=p, old=list(p.fields))
     blocks = blocks_of(cmds)
     for b, block in enumerate(blocks):
         if b == 1:
@@ -133,10 +134,10 @@ def run_slot(game: Game, p: Player, cmds: list[Command]) -> SlotResult:
                     res.note(i, "not executed: no MT card left")
                 break
             p.cards["MT"] -= 1
-            res.interm = list(p.chips)
+            res.interm = list(p.fields)
             res.events.append("played an MT card: second move")
         _run_block(game, p, block, res)
-    res.new = list(p.chips)
+    res.new = list(p.fields)
     return res
 
 
@@ -144,8 +145,8 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
     board = game.board
     for i, c in block:
         if c.name == "fence":
-            at, frm, to = parse_field(c.args["at"]), c.args["frm"], c.args["to"]
-            if at not in p.chips:
+            at, frm, to = field_of(c.args["at"]), c.args["frm"], c.args["to"]
+            if at not in p.fields:
                 res.note(i, f"not executed: no chip of yours on {fmt(at)}")
             elif not board.fence_at(at, frm):
                 res.note(i, f"not executed: no fence on the {DIR_NAMES[frm]} side of {fmt(at)}")
@@ -158,9 +159,9 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
                 res.note(i, f"fence turned from the {DIR_NAMES[frm]} to the {DIR_NAMES[to]} side of {fmt(at)}")
     for i, c in block:
         if c.name == "exchange":
-            a, b = parse_field(c.args["a"]), parse_field(c.args["b"])
+            a, b = field_of(c.args["a"]), field_of(c.args["b"])
             mid = _middle(c)
-            if mid not in p.chips:
+            if mid not in p.fields:
                 res.note(i, f"not executed: no chip of yours on {fmt(mid)} between the two fields")
             else:
                 board.exchange(a, b)
@@ -173,9 +174,9 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
     encounters: list[tuple[Field, str]] = []
     if len(moves) >= 2:
         (i1, m1), (i2, m2) = moves[0], moves[1]
-        f1 = parse_field(m1.args["from"])
-        t1 = parse_field(m1.args["to"], on_board=False)
-        chip1 = p.chips.index(f1) if f1 in p.chips else None
+        f1 = field_of(m1.args["from"])
+        t1 = field_of(m1.args["to"], on_board=False)
+        chip1 = p.fields.index(f1) if f1 in p.fields else None
         ok1 = False
         if chip1 is None:
             res.note(i1, f"not executed: no chip of yours on {fmt(f1)}")
@@ -204,17 +205,20 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
                     enc = _encounter(game, p, t1)
                     if enc:
                         encounters.append((t1, enc))
-        f2 = parse_field(m2.args["from"])
-        t2 = parse_field(m2.args["to"], on_board=False)
+        f2 = field_of(m2.args["from"])
+        t2 = field_of(m2.args["to"], on_board=False)
         if not ok1:
             res.note(i2, "not executed: chip 1 did not move, so chip 2 stays")
         else:
+            assert chip1 is not None  # chip 1 moved
             chip2 = 1 - chip1
-            if p.chips[chip2] != f2:
-                res.note(i2, f"not executed: your other chip is on {fmt(p.chips[chip2])}, not {fmt(f2)}")
+            if p.fields[chip2] != f2:
+                res.note(i2, f"not executed: your other chip is on {fmt(p.fields[chip2])}, not {fmt(f2)}")
             else:
-                d2 = direction(f2, t2)[0]
-                dist = board.number(p.chips[chip1])
+                way = direction(f2, t2)
+                assert way is not None  # validate_orders checked the direction
+                d2 = way[0]
+                dist = board.number(p.fields[chip1])
                 cur = f2
                 k = 0
                 stop = None
@@ -257,7 +261,7 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
     for i, c in block:
         if c.name != "buy":
             continue
-        want = parse_field(c.args["field"]) if c.args.get("field") else None
+        want = field_of(c.args["field"]) if c.args.get("field") else None
         if want is None:
             cands = [f for f in fought if f not in bought and f not in game.owners]
             if not cands:
@@ -351,7 +355,7 @@ def action(game: Game, a: Player, v: Player, an: int) -> str:
             if o is a:
                 continue
             c = o.capital
-            x = 50 if c >= 50 else c
+            x = min(50, c)
             o.capital = c - x
             total += x
             n += 1
@@ -372,10 +376,12 @@ def placement_refusal(game: Game, p: Player, fields: list[Field]) -> str | None:
 
 def place(game: Game, p: Player) -> str | None:
     """Put a pending player's chips on the board; returns the reason if not."""
-    why = placement_refusal(game, p, p.start)
+    start = p.start
+    assert start is not None, "only a pending join is placed"
+    why = placement_refusal(game, p, start)
     if why:
         return why
-    p.chips = list(p.start)
+    p.chips = list(start)
     p.start = None
     game.placed_now()
     for f in p.chips:
@@ -404,11 +410,11 @@ def weekly_update(game: Game) -> UpdateResult:
     slots: dict[str, SlotResult] = {}
     idle: list[Player] = []
     for p in game.play_order():
-        lines = game.orders.get(p.handle)
-        if not lines:
+        held = game.orders.get(p.handle)
+        if not held:
             idle.append(p)
             continue
-        cmds = [c for c in parse_held(lines) if c.ok and c.name in ("move", "fence", "exchange", "buy", "use_mt")]
+        cmds = [c for c in parse_held(held) if c.ok and c.name in ("move", "fence", "exchange", "buy", "use_mt")]
         slots[p.handle] = run_slot(game, p, cmds)
     placed, not_placed = [], []
     for p in sorted(game.pending(), key=lambda q: q.number):

@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
-from games.base import ALL_PLAYERS, NO_PASSWORD, NOT_REGISTERED, Command, Context, GameError, Line, Notice, Option, Outcome, Result, Rules, Section, State
-from games.rmpm.board import Board, fmt, parse_board_file, parse_field
+from games.base import (
+    ALL_PLAYERS,
+    NO_PASSWORD,
+    NOT_REGISTERED,
+    Command,
+    Context,
+    GameError,
+    Line,
+    Mail,
+    Notice,
+    Option,
+    Outcome,
+    Refused,
+    Result,
+    Rules,
+    Section,
+    State,
+)
+from games.rmpm import parse
+from games.rmpm.board import Board, field_of, fmt, parse_board_file
 from games.rmpm.engine import FIELD_PRICE, parse_held, placement_refusal, run_slot, validate_orders, weekly_update
-from games.rmpm.model import Game, Player, new_state, validate_state
-from games.rmpm.orders import ORDER_NAMES, parse_lines
-from games.rmpm.report import status_data, update_data
+from games.rmpm.model import Game, Player
+from games.rmpm.parse import ORDER_NAMES
+from games.rmpm.state import dump, load, new_state, validated
+from games.rmpm.view import report_data, update_data
 
 REGISTER_FIRST = NOT_REGISTERED
 JOIN_HINT = "JOIN <abbr> <edge field> <edge field> <alias>, e.g. JOIN bd 01-05 25-10 blue dragon"
@@ -25,7 +45,23 @@ def _int_option(text: str) -> int:
     return int(str(text).strip())
 
 
-class RmpmRules(Rules):
+GM_ONLY = "GM commands are only accepted from the game master's address with the GM password"
+
+
+@dataclass
+class RmpmMail(Mail):
+    game: Game
+    first_join: Command | None  # the mail's first JOIN line; any other is refused
+    changed: bool = False  # the state is saved only when a command changed it
+
+    @property
+    def handle(self) -> str:
+        actor = self.ctx.actor
+        assert actor is not None and actor.handle is not None  # sender_refusal checked it
+        return actor.handle
+
+
+class RmpmRules(Rules[RmpmMail]):
     kind = "rmpm"
     title = "Rich Man - Poor Man"
     summary = (
@@ -47,114 +83,139 @@ class RmpmRules(Rules):
 
     # -- life cycle -------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:
-        text = options.get("board") or ""
+        values = self.option_values(options)
+        text = values["board"] or ""
         try:
             board = parse_board_file(text) if text else Board.default()
         except ValueError as exc:
             raise GameError(str(exc)) from None
-        try:
-            capital = int(options.get("capital", 10000))
-            bank = int(options.get("bank", 0))
-            kiosk = int(options.get("kiosk", 0))
-        except (TypeError, ValueError) as exc:
-            raise GameError(f"bad option: {exc}") from None
+        capital, bank, kiosk = (int(values[name]) for name in ("capital", "bank", "kiosk"))
         if capital < 0 or kiosk < 0:
             raise GameError("capital and kiosk cannot be negative")
         return new_state(board, capital, bank, kiosk)
 
     def import_state(self, data: dict[str, Any]) -> State:
-        try:
-            return validate_state(data)
-        except ValueError as exc:
-            raise GameError(f"invalid rmpm game file: {exc}") from None
+        return validated(data)
 
     def export_state(self, state: State) -> dict[str, Any]:
         return state
 
     # -- mail -------------------------------------------------------------
-    def parse(self, lines: list[Line]) -> list[Command]:
-        return parse_lines(lines)
+    def parse_line(self, line: Line) -> Command:
+        return parse.parse_line(line)
 
-    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
-        game = _load(state, ctx)
-        out = Outcome(state=state)
-        actor = ctx.actor
-        results: list[Result | None] = [None] * len(commands)
+    def open_mail(self, state: State, commands: list[Command], ctx: Context) -> RmpmMail:
+        first_join = next((c for c in commands if c.name == "join"), None)
+        return RmpmMail(ctx, commands, Outcome(state=state), game=load(state, ctx.turn), first_join=first_join)
 
-        def refuse(i: int, msg: str) -> None:
-            results[i] = Result(commands[i].line, False, msg, commands[i].text)
+    def priority(self, cmd: Command) -> int:
+        """GM commands first: the GM address need not be a player's account."""
+        return 0 if cmd.name.startswith("gm") else 1
 
-        handle = actor.handle if actor else None
-        changed = False
-        # GM commands first: the GM address need not be a player's account
-        for i, c in enumerate(commands):
-            if not c.name.startswith("gm"):
-                continue
-            if not (actor and actor.is_gm):
-                refuse(i, "GM commands are only accepted from the game master's address with the GM password")
-            elif not c.ok:
-                refuse(i, c.error)
-            else:
-                msg, err = self._gm(game, c)
-                if err:
-                    refuse(i, err)
-                else:
-                    results[i] = Result(c.line, True, "accepted: " + msg, c.text)
-                    out.audit.append(f"{self.kind} {ctx.game_name} week {game.week}: {c.text}: {msg}")
-                    changed = True
-        rest = [i for i, c in enumerate(commands) if results[i] is None]
-        if rest and handle is None:
-            for i in rest:
-                refuse(i, REGISTER_FIRST)
-            rest = []
-        if rest and not actor.authenticated:
-            for i in rest:
-                refuse(i, commands[i].error or NO_PASSWORD)
-            rest = []
-        joins = [i for i in rest if commands[i].name == "join"]
-        for n, i in enumerate(joins):
-            c = commands[i]
-            if not c.ok:
-                refuse(i, c.error)
-            elif n > 0:
-                refuse(i, "only one JOIN per mail")
-            else:
-                err, msg = self._join(game, handle, c, out)
-                if err:
-                    refuse(i, err)
-                else:
-                    results[i] = Result(c.line, True, msg, c.text)
-                    changed = True
-        order_idx = [i for i in rest if commands[i].name in ORDER_NAMES or commands[i].name == "error"]
-        if any(commands[i].name in ORDER_NAMES for i in order_idx):
-            if self._orders(game, handle, commands, order_idx, results, out):
-                changed = True
-        else:
-            for i in order_idx:
-                refuse(i, commands[i].error)
-        for i, c in enumerate(commands):
-            if results[i] is None:
-                refuse(i, c.error or "not understood")
-        out.results = [r for r in results if r is not None]
-        if changed:
-            out.state = game.to_state()
-        return out
+    def sender_refusal(self, mail: RmpmMail, cmd: Command) -> str | None:
+        actor = mail.ctx.actor
+        if cmd.name.startswith("gm"):
+            return None if actor and actor.is_gm else GM_ONLY
+        if actor is None or actor.handle is None:
+            return REGISTER_FIRST
+        if not actor.authenticated:
+            return cmd.error or NO_PASSWORD
+        return None
+
+    def close_mail(self, mail: RmpmMail) -> None:
+        """A mail's order lines (and unreadable lines among them) are one order set."""
+        actor = mail.ctx.actor
+        if actor is not None and actor.handle is not None and actor.authenticated:
+            idx = [i for i, c in enumerate(mail.commands) if c.name in ORDER_NAMES or c.name == "error"]
+            orders_given = any(mail.commands[i].name in ORDER_NAMES for i in idx)
+            if orders_given and self._orders(mail.game, actor.handle, mail.commands, idx, mail.results, mail.outcome):
+                mail.changed = True
+        if mail.changed:
+            mail.outcome.state = dump(mail.game)
+
+    def _order(self, mail: RmpmMail, cmd: Command) -> None:
+        """An order line: ``close_mail`` takes the mail's orders together."""
+        return
+
+    handle_move = handle_fence = handle_exchange = handle_buy = handle_use_mt = handle_leave = handle_cancel = _order
+
+    # -- GM -------------------------------------------------------------------
+    def _gm_done(self, mail: RmpmMail, cmd: Command, message: str) -> str:
+        mail.outcome.audit.append(f"{self.kind} {mail.ctx.game_name} week {mail.game.week}: {cmd.text}: {message}")
+        mail.changed = True
+        return message
+
+    def _player(self, game: Game, abbr: str) -> Player:
+        p = game.find_abbr(abbr)
+        if p is None:
+            raise Refused(f"no player with the abbreviation {abbr!r}")
+        return p
+
+    def handle_gm_card(self, mail: RmpmMail, cmd: Command) -> str:
+        a = cmd.args
+        p = self._player(mail.game, a["abbr"])
+        have = p.cards.get(a["card"], 0)
+        if have + a["n"] < 0:
+            raise Refused(f"{p.abbr} holds only {have} {a['card']}")
+        p.cards[a["card"]] = have + a["n"]
+        return self._gm_done(mail, cmd, f"{p.abbr} now holds {have + a['n']} {a['card']}")
+
+    def handle_gm_capital(self, mail: RmpmMail, cmd: Command) -> str:
+        a = cmd.args
+        p = self._player(mail.game, a["abbr"])
+        if p.capital + a["amount"] < 0:
+            raise Refused(f"capital cannot go below 0: {p.abbr} has {p.capital} WCU")
+        p.capital += a["amount"]
+        return self._gm_done(mail, cmd, f"{p.abbr} now has {p.capital} WCU")
+
+    def handle_gm_kiosk(self, mail: RmpmMail, cmd: Command) -> str:
+        mail.game.kiosk += cmd.args["amount"]
+        return self._gm_done(mail, cmd, f"the kiosk now holds {mail.game.kiosk} WCU")
+
+    def handle_gm_bank(self, mail: RmpmMail, cmd: Command) -> str:
+        mail.game.bank += cmd.args["amount"]
+        return self._gm_done(mail, cmd, f"the Bank now holds {mail.game.bank} WCU")
+
+    def handle_gm_own(self, mail: RmpmMail, cmd: Command) -> str:
+        game, a = mail.game, cmd.args
+        f = field_of(a["field"])
+        if a["abbr"] is None:
+            game.owners.pop(f, None)
+            game.businesses.pop(f, None)
+            return self._gm_done(mail, cmd, f"{fmt(f)} is now unowned")
+        p = self._player(game, a["abbr"])
+        game.owners[f] = p.handle
+        return self._gm_done(mail, cmd, f"{fmt(f)} now belongs to {p.abbr}")
+
+    def handle_gm_business(self, mail: RmpmMail, cmd: Command) -> str:
+        game, a = mail.game, cmd.args
+        f = field_of(a["field"])
+        if a["text"] is None:
+            game.businesses.pop(f, None)
+            return self._gm_done(mail, cmd, f"the business on {fmt(f)} is removed")
+        if f not in game.owners:
+            raise Refused(f"nobody owns {fmt(f)}: a business needs an owner (GM OWN {fmt(f)} <abbr>)")
+        game.businesses[f] = a["text"]
+        return self._gm_done(mail, cmd, f"business on {fmt(f)} recorded")
 
     # -- joining ------------------------------------------------------------
-    def _join(self, game: Game, handle: str, c: Command, out: Outcome) -> tuple[str | None, str]:
+    def handle_join(self, mail: RmpmMail, c: Command) -> str:
+        if c is not mail.first_join:
+            raise Refused("only one JOIN per mail")
+        game, handle, out = mail.game, mail.handle, mail.outcome
         abbr, alias = c.args["abbr"], c.args["alias"]
-        fields = [parse_field(f) for f in c.args["fields"]]
+        fields = [field_of(f) for f in c.args["fields"]]
         me = game.players.get(handle)
         if me and me.placed:
-            return f"you are already in the game as {me.abbr} ({me.alias})", ""
+            raise Refused(f"you are already in the game as {me.abbr} ({me.alias})")
         other = game.find_abbr(abbr)
         if other and other.handle != handle:
-            return (f"the abbreviation {abbr!r} is taken by {other.alias}; choose another 2 letters "
-                    f"or digits"), ""
+            raise Refused(f"the abbreviation {abbr!r} is taken by {other.alias}; choose another 2 letters "
+                          f"or digits")
         probe = me or Player(handle=handle, number=0, abbr=abbr, alias=alias, chips=None)
         why = placement_refusal(game, probe, fields)
         if why:
-            return f"{why}; choose another edge field", ""
+            raise Refused(f"{why}; choose another edge field")
         if me:
             game.by_abbr.pop(me.abbr, None)
             me.abbr, me.alias, me.start = abbr, alias, fields
@@ -174,11 +235,12 @@ class RmpmRules(Rules):
             f"of the players already in the game, in the order the players joined. As the board "
             f"stands now you would start with AN 1, PN {pn} and {game.start_capital} WCU. "
             "Placing the chips is your move for that week; send orders after the report.")))
-        return None, f"accepted: {verb} as {abbr} ({alias}), player #{me.number:02d}"
+        mail.changed = True
+        return f"{verb} as {abbr} ({alias}), player #{me.number:02d}"
 
     # -- orders -------------------------------------------------------------
     def _orders(self, game: Game, handle: str, commands: list[Command], idx: list[int],
-                results: list, out: Outcome) -> bool:
+                results: list[Result | None], out: Outcome) -> bool:
         me = game.players.get(handle)
 
         def refuse(i: int, msg: str) -> None:
@@ -202,7 +264,7 @@ class RmpmRules(Rules):
                     "send orders after that report"))
             return False
         cmds = [commands[i] for i in idx]
-        errors = {j: c.error for j, c in enumerate(cmds) if not c.ok}
+        errors = {j: c.error for j, c in enumerate(cmds) if c.error is not None}
         good = [j for j, c in enumerate(cmds) if c.ok]
         verr = validate_orders(game, me, [cmds[j] for j in good])
         for k, msg in verr.items():
@@ -210,7 +272,7 @@ class RmpmRules(Rules):
         previous = game.orders.get(handle)
         if errors:
             where = ", ".join(cmds[j].line.where for j in sorted(errors))
-            for j, c in enumerate(cmds):
+            for j in range(len(cmds)):
                 if j in errors:
                     refuse(idx[j], errors[j])
                 else:
@@ -242,10 +304,11 @@ class RmpmRules(Rules):
                 "your fields become unowned and your money leaves the game (send CANCEL or new orders "
                 "to stay)"), cmds[0].text)
             return True
-        out.sections.append(self._preanalysis(game, me, held, cmds, [results, idx]))
+        out.sections.append(self._preanalysis(game, me, held, cmds, (results, idx)))
         return True
 
-    def _preanalysis(self, game: Game, me: Player, held: list[str], cmds, fill) -> Section:
+    def _preanalysis(self, game: Game, me: Player, held: list[str], cmds: list[Command] | None,
+                     fill: tuple[list[Result | None], list[int]] | None) -> Section:
         """Run the held orders on a copy of the current board; fills the
         per-line results (when ``fill``) and returns the reply section."""
         sim = Game(game.to_state())
@@ -261,7 +324,7 @@ class RmpmRules(Rules):
                 notes = ["no encounter on the current board"]
             text = "; ".join(notes) if notes else "nothing to do"
             lines.append(_wrap(f"  {c.text}: {text}", indent="      "))
-            if fill:
+            if fill and cmds:
                 results, idx = fill
                 results[idx[j]] = Result(cmds[j].line, True, "accepted; now: " + text, cmds[j].text)
         for e in res.events:
@@ -273,7 +336,7 @@ class RmpmRules(Rules):
         moved = res.mn_text
         body = [f"How your orders would run on the board as it stands now (week {game.week}):"]
         body += lines
-        body.append(_wrap(f"Your chips would end on {fmt(p.chips[0])} and {fmt(p.chips[1])}: "
+        body.append(_wrap(f"Your chips would end on {fmt(p.fields[0])} and {fmt(p.fields[1])}: "
                           f"MN {moved}, AN {p.an}, PN {p.pn}, capital {p.capital} WCU."))
         if before:
             body.append(_wrap(f"Reminder: players with a higher PN move first this week, and they may "
@@ -284,61 +347,16 @@ class RmpmRules(Rules):
                               "nobody moves before you at the moment."))
         return Section(title="Pre-analysis", text="\n".join(body))
 
-    # -- GM -------------------------------------------------------------------
-    def _gm(self, game: Game, c: Command) -> tuple[str, str | None]:
-        a = c.args
-        if c.name in ("gm_card", "gm_capital"):
-            p = game.find_abbr(a["abbr"])
-            if p is None:
-                return "", f"no player with the abbreviation {a['abbr']!r}"
-            if c.name == "gm_card":
-                have = p.cards.get(a["card"], 0)
-                if have + a["n"] < 0:
-                    return "", f"{p.abbr} holds only {have} {a['card']}"
-                p.cards[a["card"]] = have + a["n"]
-                return f"{p.abbr} now holds {have + a['n']} {a['card']}", None
-            if p.capital + a["amount"] < 0:
-                return "", f"capital cannot go below 0: {p.abbr} has {p.capital} WCU"
-            p.capital += a["amount"]
-            return f"{p.abbr} now has {p.capital} WCU", None
-        if c.name == "gm_kiosk":
-            game.kiosk += a["amount"]
-            return f"the kiosk now holds {game.kiosk} WCU", None
-        if c.name == "gm_bank":
-            game.bank += a["amount"]
-            return f"the Bank now holds {game.bank} WCU", None
-        if c.name == "gm_own":
-            f = parse_field(a["field"])
-            if a["abbr"] is None:
-                game.owners.pop(f, None)
-                game.businesses.pop(f, None)
-                return f"{fmt(f)} is now unowned", None
-            p = game.find_abbr(a["abbr"])
-            if p is None:
-                return "", f"no player with the abbreviation {a['abbr']!r}"
-            game.owners[f] = p.handle
-            return f"{fmt(f)} now belongs to {p.abbr}", None
-        if c.name == "gm_business":
-            f = parse_field(a["field"])
-            if a["text"] is None:
-                game.businesses.pop(f, None)
-                return f"the business on {fmt(f)} is removed", None
-            if f not in game.owners:
-                return "", f"nobody owns {fmt(f)}: a business needs an owner (GM OWN {fmt(f)} <abbr>)"
-            game.businesses[f] = a["text"]
-            return f"business on {fmt(f)} recorded", None
-        return "", "unknown GM command"
-
     # -- turns ------------------------------------------------------------------
     def run_turn(self, state: State, ctx: Context) -> Outcome:
-        game = _load(state, ctx)
+        game = load(state, ctx.turn)
         upd = weekly_update(game)
         game.last = update_data(game, upd)
         data = report_data(game)
         notice = Notice(to=[ALL_PLAYERS], kind="report",
                         subject=f"{self.title}: report of week {upd.week}",
                         template="report.txt", data=data)
-        return Outcome(state=game.to_state(), notices=[notice], turn_done=True,
+        return Outcome(state=dump(game), notices=[notice], turn_done=True,
                        left=[p.handle for p in upd.left])
 
     # -- views ------------------------------------------------------------------
@@ -361,29 +379,20 @@ class RmpmRules(Rules):
             ))
         return sections
 
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """The order lines other players hold for this week's update."""
+        orders: dict[str, list[str]] = state.get("orders", {})
+        own = set(orders.get(viewer, [])) if viewer else set()
+        others = {line for handle, lines in orders.items() if handle != viewer for line in lines}
+        return sorted(others - own)
+
     def help_text(self) -> str:
         return HELP
-
-
-def _load(state: State, ctx: Context) -> Game:
-    """The game, its week number following the server's turn counter when
-    the server gives one (so mails and reports agree on the week)."""
-    game = Game(state)
-    if ctx.turn and ctx.turn > 0:
-        game.week = ctx.turn
-    return game
 
 
 def _wrap(text: str, indent: str = "") -> str:
     return textwrap.fill(text, width=76, subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False)
-
-
-def report_data(game: Game) -> dict:
-    data = status_data(game)
-    data["last"] = game.last or None
-    data["price"] = FIELD_PRICE
-    return data
 
 
 HELP = textwrap.fill(RmpmRules.summary, width=76) + f"""

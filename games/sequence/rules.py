@@ -6,44 +6,45 @@ See ``docs/games/sequence.md`` for the rules in full and every ruling.
 from __future__ import annotations
 
 import textwrap
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from games.base import (
     ALL_PLAYERS,
-    actor_problem,
     Command,
     Context,
     GameError,
     Line,
+    Mail,
     Notice,
     Option,
     Outcome,
-    Result,
+    Refused,
     Rules,
     Section,
     State,
+    sender_handle,
 )
 
+from . import parse, view
 from .model import (
     FINISHER_BONUS,
     LAST_SCORER_BONUS,
     PIECES_PER_PLAYER,
-    PLAYS_HEADER,
     Game,
     Piece,
     Play,
-    Player,
-    check_state,
     explain_total,
     play_note,
     points_for,
 )
-from .parsing import COMMANDS, parse_line
+from .state import validated
 
 
-class Refused(Exception):
-    """A command that cannot be carried out; the message says why."""
+@dataclass
+class SequenceMail(Mail):
+    game: Game
 
 
 def _parse_closes(text: str) -> str | None:
@@ -53,8 +54,8 @@ def _parse_closes(text: str) -> str | None:
         return None
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat()
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
 
 
 def _parse_count(text: str) -> int:
@@ -71,11 +72,7 @@ def _parse_minutes(text: str) -> int:
     return value
 
 
-def _when(iso: str) -> str:
-    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M UTC")
-
-
-class SequenceRules(Rules):
+class SequenceRules(Rules[SequenceMail]):
     kind = "sequence"
     title = "The Fourth Game"
     summary = (
@@ -108,85 +105,26 @@ class SequenceRules(Rules):
 
     # -- life cycle -------------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:
-        opts = {o.name: o.default for o in self.options}
-        for key, value in options.items():
-            if key not in opts:
-                raise GameError(
-                    f"unknown option {key!r} for {self.kind}: known are "
-                    + ", ".join(opts)
-                )
-            option = next(o for o in self.options if o.name == key)
-            if isinstance(value, str) or value is None:
-                try:
-                    value = option.parse(value if value is not None else "")
-                except ValueError as exc:
-                    raise GameError(f"option {key}: {exc}") from None
-            opts[key] = value
-        return Game.new(opts, ctx.now)
+        return Game.new(self.option_values(options), ctx.now)
 
     def import_state(self, data: dict[str, Any]) -> State:
         """Check a hand-written or exported state: every running figure must
         be what the plays give."""
-        try:
-            check_state(data)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise GameError(f"not a valid sequence game state: {exc}") from None
-        return data
+        return validated(data)
 
     # -- mail -----------------------------------------------------------------
-    def parse(self, lines: list[Line]) -> list[Command]:
-        out = []
-        for line in lines:
-            try:
-                out.append(parse_line(line))
-            except Exception as exc:  # parse must never raise
-                out.append(Command(line, "unknown", error=f"cannot read this line ({exc})"))
-        return out
+    def parse_line(self, line: Line) -> Command:
+        return parse.parse_line(line)
 
-    def apply(self, state: State, commands: list[Command], ctx: Context) -> Outcome:
-        game = Game.load(state)
-        outcome = Outcome(state=state)
-        handlers = {
-            "join": self._join,
-            "play": self._play,
-            "pieces": self._pieces,
-            "mail": self._mail,
-            "setpieces": self._set_pieces,
-        }
-        for cmd in commands:
-            if cmd.error:
-                outcome.results.append(Result(cmd.line, False, cmd.error, cmd.text))
-                continue
-            handler = handlers.get(cmd.name)
-            if handler is None:
-                message = f"unknown command: expected {COMMANDS}"
-                outcome.results.append(Result(cmd.line, False, message, cmd.text))
-                continue
-            try:
-                message = handler(game, cmd, ctx, outcome)
-            except Refused as exc:
-                outcome.results.append(Result(cmd.line, False, str(exc), cmd.text))
-            else:
-                outcome.results.append(Result(cmd.line, True, message, cmd.text))
-        outcome.state = game.dump()
-        return outcome
+    def open_mail(self, state: State, commands: list[Command], ctx: Context) -> SequenceMail:
+        return SequenceMail(ctx, commands, Outcome(state=state), game=Game.from_state(state))
+
+    def close_mail(self, mail: SequenceMail) -> None:
+        mail.outcome.state = mail.game.to_state()
 
     # -- checks -----------------------------------------------------------------
-    @staticmethod
-    def _registered(ctx: Context) -> str:
-        problem = actor_problem(ctx.actor, need_password=False)
-        if problem:
-            raise Refused(problem)
-        return ctx.actor.handle
-
-    def _authenticated(self, ctx: Context) -> str:
-        problem = actor_problem(ctx.actor)
-        if problem:
-            raise Refused(problem)
-        return ctx.actor.handle
-
     def _member(self, game: Game, ctx: Context, need_password: bool = True) -> str:
-        handle = self._authenticated(ctx) if need_password else self._registered(ctx)
+        handle = sender_handle(ctx, need_password)
         found = game.find(handle)
         if found is None:
             raise Refused("you are not a player of this game: send JOIN first")
@@ -204,20 +142,22 @@ class SequenceRules(Rules):
             )
 
     # -- commands -----------------------------------------------------------------
-    def _join(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
-        handle = self._authenticated(ctx)
+    def handle_join(self, mail: SequenceMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
+        handle = sender_handle(ctx)
         self._open(game, ctx)
         if game.find(handle) is not None:
             raise Refused("you have joined this game already")
         limit = int(game.options.get("max_players") or 0)
         if limit and game.player_count() >= limit:
             raise Refused(f"the game is full: it takes at most {limit} players")
-        player = game.add_player(handle, ctx.actor.email, ctx.now)
+        player = game.add_player(handle, ctx.actor.email if ctx.actor else "", ctx.now)
         out.joined.append(handle)
-        out.sections.append(self._status_section(game, handle, "Your pieces"))
-        return f"accepted: you are player {player.joined}; your pieces are below"
+        out.sections.append(view.status_section(game, handle, "Your pieces"))
+        return f"you are player {player.joined}; your pieces are below"
 
-    def _play(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+    def handle_play(self, mail: SequenceMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
         handle = self._member(game, ctx)
         self._open(game, ctx)
         player = game.player(handle)
@@ -228,7 +168,7 @@ class SequenceRules(Rules):
         if player.played[number - 1]:
             raise Refused(
                 f"piece {number} is used already (play {player.played[number - 1]}); "
-                + self._left_text(player)
+                + view.left_text(player)
             )
         piece = player.piece(number)
         if args["value"] != piece.value:
@@ -266,7 +206,7 @@ class SequenceRules(Rules):
         self._announce(game, play, repeated, ctx, out)
         note = play_note(total, piece.multiplier, points, repeated)
         return (
-            f"accepted: play {play.number}, total {explain_total(total)}, {note}; "
+            f"play {play.number}, total {explain_total(total)}, {note}; "
             f"your score {player.score}, {len(player.remaining())} pieces left"
         )
 
@@ -293,16 +233,18 @@ class SequenceRules(Rules):
             )
         )
 
-    def _pieces(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+    def handle_pieces(self, mail: SequenceMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
         handle = self._member(game, ctx, need_password=False)
-        out.sections.append(self._status_section(game, handle, "Where you stand"))
+        out.sections.append(view.status_section(game, handle, "Where you stand"))
         player = game.player(handle)
         return (
-            f"accepted: total {game.total}, your score {player.score}, "
+            f"total {game.total}, your score {player.score}, "
             f"{len(player.remaining())} pieces left"
         )
 
-    def _mail(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+    def handle_mail(self, mail: SequenceMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
         handle = self._member(game, ctx)
         if game.finished:
             raise Refused("the game is over: there is nothing more to announce")
@@ -313,12 +255,13 @@ class SequenceRules(Rules):
         player.mail = choice
         minutes = int(game.options.get("digest_minutes", 60))
         return {
-            "each": "accepted: you will get a mail for every play",
-            "digest": f"accepted: you will get a digest of the plays at most every {minutes} minutes",
-            "none": "accepted: no mails about plays; you will get the final report",
+            "each": "you will get a mail for every play",
+            "digest": f"you will get a digest of the plays at most every {minutes} minutes",
+            "none": "no mails about plays; you will get the final report",
         }[choice]
 
-    def _set_pieces(self, game: Game, cmd: Command, ctx: Context, out: Outcome) -> str:
+    def handle_setpieces(self, mail: SequenceMail, cmd: Command) -> str:
+        game, ctx, out = mail.game, mail.ctx, mail.outcome
         if ctx.actor is None or not ctx.actor.is_gm:
             raise Refused("only the game master may set a player's pieces")
         if game.finished:
@@ -339,10 +282,10 @@ class SequenceRules(Rules):
                 to=[handle],
                 subject=f"{ctx.game_name or self.title}: your pieces were set by the game master",
                 template="status.txt",
-                data=self._status_data(game, handle, "The game master set your pieces"),
+                data=view.status_data(game, handle, "The game master set your pieces"),
             )
         )
-        return f"accepted: the pieces of {handle} are now {listing}"
+        return f"the pieces of {handle} are now {listing}"
 
     # -- time ---------------------------------------------------------------------
     def tick(self, state: State, ctx: Context) -> Outcome | None:
@@ -360,7 +303,7 @@ class SequenceRules(Rules):
         ]
         if not due:
             return None
-        game = Game.load(state)
+        game = Game.from_state(state)
         interval = game.digest_interval()
         notices = []
         standings = None
@@ -370,7 +313,7 @@ class SequenceRules(Rules):
             player = game.player(handle)
             if standings is None:
                 standings = game.standings()
-            data = self._status_data(game, handle, "")
+            data = view.status_data(game, handle, "")
             data["plays"] = game.plays_data(player.seen + 1, count)
             data["standings"] = standings
             notices.append(
@@ -389,11 +332,11 @@ class SequenceRules(Rules):
             player.digest_at = ctx.now.isoformat()
         if not notices:
             return None
-        return Outcome(state=game.dump(), notices=notices)
+        return Outcome(state=game.to_state(), notices=notices)
 
     def run_turn(self, state: State, ctx: Context) -> Outcome:
         """The deadline: bonuses, the final report, the end of the game."""
-        game = Game.load(state)
+        game = Game.from_state(state)
         if game.finished:
             raise GameError("The Fourth Game is over already: its deadline has been run.")
         event = game.play_count
@@ -423,7 +366,7 @@ class SequenceRules(Rules):
             bonus["line"] = f"  {bonus['handle']} +{bonus['points']}: {bonus['reason']}"
         game.bonuses = bonuses
         game.finished = True
-        data = self._report_data(game, ctx)
+        data = view.report_data(game, ctx.game_name)
         report = Notice(
             to=[ALL_PLAYERS],
             subject=f"{ctx.game_name or self.title}: final report",
@@ -432,7 +375,7 @@ class SequenceRules(Rules):
             kind="report",
         )
         return Outcome(
-            state=game.dump(), notices=[report], turn_done=True, finished=True,
+            state=game.to_state(), notices=[report], turn_done=True, finished=True,
             audit=[f"deadline run: {game.play_count} plays, winner {data['winner'] or 'none'}"],
         )
 
@@ -447,16 +390,21 @@ class SequenceRules(Rules):
         return []
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
-        game = Game.load(state)
+        game = Game.from_state(state)
         if game.finished:
             return [Section(title="Final report", template="report.txt",
-                            data=self._report_data(game, None))]
+                            data=view.report_data(game, ""))]
         handle = game.find(viewer)
-        data = self._status_data(game, handle, "")
+        data = view.status_data(game, handle, "")
         data["standings"] = game.standings()
         first = max(1, game.play_count - 9)
         data["plays"] = game.plays_data(first) if game.play_count else []
         return [Section(title=self.title, template="status.txt", data=data)]
+
+    def hidden_from(self, state: State, viewer: str | None) -> list[str]:
+        """Plays and pieces are public; the e-mail addresses the pieces came
+        from are not."""
+        return sorted({p["email"] for handle, p in state["players"].items() if handle != viewer and p["email"]})
 
     def help_text(self) -> str:
         return (
@@ -479,61 +427,3 @@ class SequenceRules(Rules):
             "the last play that scored.  Highest score wins; a tie goes to whoever\n"
             "reached that score first.\n"
         )
-
-    # -- template data -------------------------------------------------------------
-    def _status_section(self, game: Game, handle: str, title: str) -> Section:
-        return Section(title=title, template="status.txt", data=self._status_data(game, handle, ""))
-
-    @staticmethod
-    def _left_text(player: Player) -> str:
-        left = [str(n) for n, _ in player.remaining()]
-        return "pieces left: " + (", ".join(left) if left else "none")
-
-    def _status_data(self, game: Game, handle: str | None, headline: str) -> dict[str, Any]:
-        me = None
-        if handle is not None:
-            player = game.player(handle)
-            me = {
-                "handle": handle,
-                "score": player.score,
-                "mail": player.mail,
-                "plays": player.plays_made,
-                "next_scores": game.last != handle,
-                "pieces": [
-                    {"number": n, "value": p.value, "multiplier": p.multiplier,
-                     "played": player.played[n - 1],
-                     "line": f"  Piece {n:2d}: value {p.value:2d}, multiplier {p.multiplier}"
-                     + (f"   (used in play {player.played[n - 1]})" if player.played[n - 1] else "")}
-                    for n, p in enumerate(player.pieces, start=1)
-                ],
-                "left": " ".join(str(n) for n, _ in player.remaining()) or "none",
-            }
-        closes = game.options.get("closes")
-        return {
-            "headline": headline,
-            "total": game.total,
-            "total_text": explain_total(game.total),
-            "play_count": game.play_count,
-            "player_count": game.player_count(),
-            "closes": _when(closes) if closes else None,
-            "finished": game.finished,
-            "me": me,
-            "plays": [],
-            "plays_header": PLAYS_HEADER,
-            "standings": [],
-        }
-
-    def _report_data(self, game: Game, ctx: Context | None) -> dict[str, Any]:
-        standings = game.standings()
-        return {
-            "game": ctx.game_name if ctx else "",
-            "plays": game.plays_data() if game.play_count else [],
-            "plays_header": PLAYS_HEADER,
-            "total": game.total,
-            "player_count": game.player_count(),
-            "bonuses": game.bonuses,
-            "standings": standings,
-            "winner": standings[0]["handle"] if standings else None,
-            "winning_score": standings[0]["score"] if standings else None,
-            "tied": [r["handle"] for r in standings[1:] if standings and r["score"] == standings[0]["score"]],
-        }

@@ -72,7 +72,7 @@ def test_two_schedulers_racing_in_one_process_run_once(pbm_stopped, monkeypatch)
     """Two Scheduler objects released at the same moment on one SQLite file."""
     from pbm_server.compose import Composer
     from pbm_server.db import Database
-    from pbm_server.gameplay import Mailer
+    from pbm_server.notices import Mailer
     from pbm_server.scheduler import Scheduler
     from pbm_server.settings import load_settings
     from tests.desk.conftest import Table

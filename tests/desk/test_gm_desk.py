@@ -56,7 +56,9 @@ def test_rollback_restores_the_exact_earlier_state(table_stopped):
     # the same orders and the same seed: running it again gives the same report
     pbm.run_turn("g1", "--turn", "1")
     again = pbm.text(t.wait_mails("bob", "round 1 report", count=2)[1])
-    strip = lambda text: text.split("SHA-256 of the seed of round 2")[0]  # the next round's seed is new
+    def strip(text: str) -> str:
+        return text.split("SHA-256 of the seed of round 2")[0]  # the next round's seed is new
+
     assert strip(again) == strip(report1)
     # nothing left to roll back past the open turn; the refusal changes nothing
     after = t.export()
@@ -83,7 +85,8 @@ def test_gm_commands_from_others_or_with_a_wrong_password_change_nothing(table_s
     for frm, pw in attempts:
         for line in ("game new giveaway stolen", "game pause g1", "turn run g1 1", "game set g1 early=on", "do g1 JOIN", "game remove g1 bob"):
             reply = t.gm(line, password=pw, frm=frm)
-            assert "REFUSED" in reply or "does not match" in reply, reply
+            # (the sixth wrong GM password in a row is not even checked: throttle.py)
+            assert "REFUSED" in reply or "does not match" in reply or "Too many failed password attempts" in reply, reply
             assert "nothing was done" in reply
     pbm.settle()
     assert t.export() == before

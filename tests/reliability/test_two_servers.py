@@ -1,11 +1,8 @@
 """Two `pbm serve` processes sharing one database (PostgreSQL when
 PBM_TEST_DATABASE_URL points at one, else one SQLite file) process every mail
-once and run every turn once.
-
-On PostgreSQL also every mail the servers send reaches the relay once (each
-row is delivered under an advisory lock).  Two servers on one SQLite file
-process every mail and turn once too, but both may deliver the same outbox
-row: one server per SQLite file is the supported set-up (docs/reliability.md)."""
+once and run every turn once, and every mail they send reaches the relay
+exactly once: a server claims an outbox row (one UPDATE whose row count says
+whether it got it) before delivering it (docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -35,7 +32,7 @@ def test_two_servers_one_database(make_server):
         mid = server.send(mails[h], "gift", f"$${PW[h]}$$\nJOIN")
         a.settle()
         replies = a.replies_to(mid)
-        assert len({r["Message-ID"] for r in replies}) == 1  # one reply (SQLite: maybe delivered twice)
+        assert len(replies) == 1
         assert "accepted" in a.text(replies[0])
 
     sent = []
@@ -67,13 +64,8 @@ def test_two_servers_one_database(make_server):
     outbox_ids = {r[0] for r in a.sql("SELECT message_id FROM outbox")}
     assert set(counts) == outbox_ids
     twice = {k: n for k, n in counts.items() if n > 1}
-    if a.db_url.startswith("postgresql"):
-        assert not twice, f"delivered more than once: {twice}"
-    else:
-        # SQLite: one outbound per database file is the supported set-up; two may
-        # both send a row, but only as the same message (same Message-ID)
-        print(f"\ntwo servers on one SQLite file: {len(twice)} of {len(counts)} mails delivered twice")
+    assert not twice, f"delivered more than once: {twice}"
     assert {m["In-Reply-To"] for m in got} >= set(sent)
-    for h in PW:  # one round report each (on SQLite perhaps delivered twice, as the same message)
-        reports = {m["Message-ID"] for m in got if m["To"] == mails[h] and "report" in m["Subject"]}
+    for h in PW:  # one round report each
+        reports = [m["Message-ID"] for m in got if m["To"] == mails[h] and "report" in m["Subject"]]
         assert len(reports) == 1, [m["Subject"] for m in got if m["To"] == mails[h]]

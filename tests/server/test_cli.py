@@ -1,6 +1,7 @@
 """The GM's command line works for every registered game kind."""
 
 import json
+import re
 
 import pytest
 
@@ -26,8 +27,20 @@ def test_new_list_show_export_import_turn(pbm, kind, tmp_path):
     assert again["state"] == doc["state"] and again["options"] == doc["options"]
     run = pbm.cli("turn", "run", f"g-{kind}", check=False)
     if rules.has_turns:
-        # a turn either runs, or is refused by the game with a reason (e.g. too few players)
-        assert run.returncode == 0 or run.stderr.strip(), run
+        # the GM sees the turn run (or, e.g. with too few players, the game
+        # keep it open and say why in its notices) -- never a crash
+        assert run.returncode == 0 and run.stderr == "", run
+        said = re.fullmatch(
+            rf"g-{kind}: {rules.turn_name} 1 (processed|not completed \(the game says why in its notices\)); "
+            r"(\d+) notice\(s\) queued(; the game is finished)?\n",
+            run.stdout,
+        )
+        assert said, run.stdout
+        after = pbm.sql("SELECT count(*) FROM snapshots s JOIN games g ON g.id = s.game_id "
+                        "WHERE g.name = :n AND s.phase = 'after'", n=f"g-{kind}")[0][0]
+        assert after == 1
+        turn = pbm.sql("SELECT turn FROM games WHERE name = :n", n=f"g-{kind}")[0][0]
+        assert turn == (2 if said.group(1) == "processed" else 1)
     else:
         assert run.returncode != 0 and "no turns" in run.stderr
 

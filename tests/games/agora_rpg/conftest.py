@@ -4,16 +4,16 @@ RULES.parse / RULES.apply with scripted dice."""
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import jinja2
 import pytest
 
 from games.agora_rpg import RULES
-from games.base import Actor, Context, Line, Outcome
+from games.base import Outcome
+from tests.games import driver
 
-MONDAY = datetime(2026, 11, 16, 9, 0, tzinfo=timezone.utc)
+MONDAY = datetime(2026, 11, 16, 9, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -35,29 +35,20 @@ class ScriptedDice(random.Random):
         return v
 
 
-class Table:
+class Table(driver.Table):
     """One game of Agora RPG played through the Rules interface."""
 
     def __init__(self, **options):
-        self.now = MONDAY
-        self.state = RULES.new_game(options, Context(now=self.now, rng=random.Random(0)))
+        super().__init__(RULES, options, now=MONDAY, game_name="dungeon", seed=0)
         self.last: Outcome | None = None
-
-    def ctx(self, who, rng, gm=False, authenticated=True):
-        actor = None if who is None else Actor(handle=who, email=f"{who}@example.org", authenticated=authenticated, is_gm=gm)
-        return Context(now=self.now, rng=rng, actor=actor, game_name="dungeon")
 
     def mail(self, who, text, rolls=(), gm=False, authenticated=True, rng=None):
         """Send the lines of ``text`` as ``who``; returns the Results.  Every
         scripted roll must be used."""
-        lines = [Line(i + 1, t) for i, t in enumerate(text.strip().splitlines())]
-        commands = RULES.parse(lines)
         dice = rng if rng is not None else ScriptedDice(rolls)
-        out = RULES.apply(self.state, commands, self.ctx(who, dice, gm, authenticated))
-        assert len(out.results) == len(commands)
+        out = self.send(who, *text.strip().splitlines(), rng=dice, gm=gm, authenticated=authenticated)
         if isinstance(dice, ScriptedDice):
             assert dice.values == [], f"scripted rolls left over: {dice.values}"
-        self.state = out.state
         self.last = out
         return out.results
 
@@ -91,10 +82,8 @@ class Table:
         self.now = self.now + timedelta(**delta)
 
     def week(self, rng=None):
-        out = RULES.run_turn(self.state, Context(now=self.now, rng=rng or random.Random(0), game_name="dungeon"))
-        self.state = out.state
-        self.last = out
-        return out
+        self.last = self.run(rng=rng or random.Random(0))
+        return self.last
 
 
 @pytest.fixture
@@ -110,12 +99,8 @@ def make_table():
 @pytest.fixture
 def render():
     """Render one of the game's templates the way the server will."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(ROOT / "templates" / "agora_rpg"), str(ROOT / "templates")]),
-        keep_trailing_newline=True,
-    )
 
     def _render(name, data):
-        return env.get_template(name).render(**data)
+        return driver.render("agora_rpg", name, data)
 
     return _render

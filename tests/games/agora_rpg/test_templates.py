@@ -1,12 +1,11 @@
 """The weekly report renders with the contract text, as text and as HTML,
-whatever whitespace settings the server's Jinja environment uses."""
+with the server's own Jinja environment."""
 
 from __future__ import annotations
 
-import jinja2
-import pytest
-
 from pathlib import Path
+
+from tests.games.driver import render
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -25,12 +24,8 @@ def week_report(table):
     return table.week().notices[0].data
 
 
-@pytest.mark.parametrize("trim", [False, True])
-@pytest.mark.parametrize("root", ["templates", "templates/agora_rpg"])
-def test_text_report(table, trim, root):
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / root)), trim_blocks=trim, lstrip_blocks=trim)
-    name = "report.txt" if root.endswith("agora_rpg") else "agora_rpg/report.txt"
-    text = env.get_template(name).render(**week_report(table))
+def test_text_report(table):
+    text = render("agora_rpg", "report.txt", week_report(table))
     assert 'report\nfor week 1, made 2026-11-16 14:00 UTC.' in text
     assert "  alice: 2 gold exchanged, 2 points awarded\n" in text
     assert "  alice: +5 movement tokens (now 10)\n  bob: +5 movement tokens (now 9)\n" in text
@@ -49,8 +44,7 @@ def test_text_report(table, trim, root):
 
 
 def test_html_report_escapes_the_contract(table):
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / "templates")), autoescape=True)
-    html = env.get_template("agora_rpg/report.html").render(**week_report(table))
+    html = render("agora_rpg", "report.txt", week_report(table), html=True)
     assert "from &lt;starting location&gt; to &lt;destination" in html
     assert "<h3>Characters</h3>" in html
     assert "bob: 1d100 = 95 (encounter on Dungeon Level 1)" in html

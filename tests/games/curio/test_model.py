@@ -9,7 +9,17 @@ from collections import Counter
 import pytest
 
 from games.curio.model import (
-    DARK, LIGHT, IllegalMove, Move, Piece, Position, Setup, SetupError, Square, layout, replay,
+    DARK,
+    LIGHT,
+    IllegalMove,
+    Move,
+    Piece,
+    Position,
+    Setup,
+    SetupError,
+    Square,
+    layout,
+    replay,
 )
 from games.curio.view import ascii_board, parse_ascii_board
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from games.base import Line
 from games.curio import RULES
+from tests.games.driver import check_commands
 
 
 def one(text: str):
@@ -38,8 +39,8 @@ def test_move_spellings(text, move, number):
 
 
 @pytest.mark.parametrize("text, error", [
-    ("curio move 101 alice pw", "incomplete move; expected curio move <board> <userid> <password> "
-                                "<from>-<to>[#<move number>], e.g. curio move 101 alice PASSWORD d2-d4#1"),
+    ("curio move 101 alice pw", ("incomplete move; expected curio move <board> <userid> <password> "
+                                 "<from>-<to>[#<move number>], e.g. curio move 101 alice PASSWORD d2-d4#1")),
     ("curio move 101 alice pw d2-z", "the last word is not a move like d2-d4"),
     ("curio move x alice pw d2-d4", "the word after move must be the board number"),
     ("curio resign 101 alice", "expected curio resign <board> <userid> <password>"),
@@ -107,7 +108,7 @@ def test_parse_never_raises_and_answers_every_line(texts):
     lines = [Line(i + 1, t) for i, t in enumerate(texts)]
     commands = RULES.parse(lines)
     assert len(commands) == len(lines)
-    assert all(c.line is line for c, line in zip(commands, lines))
+    assert all(c.line is line for c, line in zip(commands, lines, strict=True))
 
 
 @settings(max_examples=200, deadline=None)
@@ -115,7 +116,8 @@ def test_parse_never_raises_and_answers_every_line(texts):
                                  "pw", "d2-d4", "#3", "-rows=5", "-capture_lt", "accept", "x"]),
                 max_size=7))
 def test_parse_never_raises_on_near_misses(words):
-    [cmd] = RULES.parse([Line(1, " ".join(words))])
-    assert cmd.ok or cmd.error
+    given = [Line(1, " ".join(words))]
+    [cmd] = RULES.parse(given)
+    check_commands(RULES, given, [cmd])
     if cmd.credentials:  # the password's place is masked
         assert "****" in cmd.text.split()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from games.base import Actor, Context, Line, Outcome
+from games.base import Actor, Context, Outcome
 from games.giveaway import RULES
+from tests.games import driver
+from tests.games.driver import lines  # noqa: F401  (the giveaway tests import it from here)
 
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 def ctx(handle: str | None = None, authenticated: bool = True, game: str = "gv", mail: bool = True) -> Context:
@@ -17,39 +19,21 @@ def ctx(handle: str | None = None, authenticated: bool = True, game: str = "gv",
     return Context(now=NOW, rng=random.Random(1), actor=actor, game_name=game)
 
 
-def lines(*texts: str) -> list[Line]:
-    return [Line(i + 1, t) for i, t in enumerate(texts)]
-
-
-class Table:
+class Table(driver.Table):
     """A game in memory: ``send`` a mail's lines as a player, ``run`` a round."""
 
+    fresh_rng = True
+
     def __init__(self, *handles: str, **options):
-        self.state = RULES.new_game(options, ctx(mail=False))
+        super().__init__(RULES, options, now=NOW, game_name="gv")
         for h in handles:
             out = self.send(h, "JOIN")
             assert out.results[0].ok, out.results[0].message
-
-    def send(self, handle: str | None, *texts: str, authenticated: bool = True) -> Outcome:
-        commands = RULES.parse(lines(*texts))
-        before = repr(self.state)
-        out = RULES.apply(self.state, commands, ctx(handle, authenticated))
-        assert repr(self.state) == before, "apply changed the state it was given"
-        assert len(out.results) == len(texts)
-        self.state = out.state
-        return out
 
     def holdings(self, **holding: int) -> None:
         for p in self.state["players"]:
             if p["handle"] in holding:
                 p["holding"] = holding[p["handle"]]
-
-    def run(self) -> Outcome:
-        before = repr(self.state)
-        out = RULES.run_turn(self.state, ctx(mail=False))
-        assert repr(self.state) == before, "run_turn changed the state it was given"
-        self.state = out.state
-        return out
 
     def player(self, handle: str) -> dict:
         return next(p for p in self.state["players"] if p["handle"] == handle)
@@ -65,8 +49,5 @@ def scores(out: Outcome) -> dict[str, int]:
 
 
 def report_text(out: Outcome) -> str:
-    from pbm_server.compose import make_environment
-
     notice = out.notices[0]
-    env = make_environment()
-    return env.get_template(f"giveaway/{notice.template}").render(**notice.data, viewer="x")
+    return driver.render("giveaway", notice.template, {**notice.data, "viewer": "x"})

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from games.base import ALL_PLAYERS, NO_PASSWORD, GameError, Line
 from games.giveaway import RULES
+from tests.games.driver import check_commands
 from tests.games.giveaway.helpers import Table, ctx, lines, report_text, scores
 
 
@@ -394,9 +398,8 @@ def test_options_are_checked():
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(max_size=60), max_size=8))
 def test_parse_never_raises_and_returns_one_command_per_line(texts):
-    commands = RULES.parse(lines(*texts))
-    assert len(commands) == len(texts)
-    assert all(c.ok or c.error for c in commands)
+    given = lines(*texts)
+    check_commands(RULES, given, RULES.parse(given))
 
 
 @settings(max_examples=100, deadline=None)
@@ -477,15 +480,15 @@ def test_a_hand_written_position_can_be_imported_and_played():
 
 
 def test_a_player_on_vacation_keeps_the_holding_instead_of_forfeiting():
-    from dataclasses import replace as _replace
     import random
-    from datetime import datetime, timezone
+    from dataclasses import replace as _replace
+    from datetime import datetime
 
     from games.base import Actor, Context, Line
     from games.giveaway import RULES as R
 
     def c(handle):
-        return Context(now=datetime(2026, 11, 21, tzinfo=timezone.utc), rng=random.Random(1),
+        return Context(now=datetime(2026, 11, 21, tzinfo=UTC), rng=random.Random(1),
                        actor=Actor(handle=handle, email=f"{handle}@x", authenticated=True), game_name="g")
 
     state = R.new_game({o.name: o.default for o in R.options}, c(None))

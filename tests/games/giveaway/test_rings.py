@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from games.giveaway.rings import TANGLE_LOOPS, find_rings, simple_cycles, strongly_connected
 
@@ -247,7 +248,7 @@ def test_large_random_graph_runs_and_finds_planted_rings():
     rng = random.Random(5)
     n = 3000
     out: list[dict[int, int]] = [{} for _ in range(n)]
-    for u in range(0, 2400):
+    for u in range(2400):
         for _ in range(rng.randint(1, 3)):
             v = rng.randrange(n)
             if v != u:

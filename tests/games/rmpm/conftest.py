@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-import jinja2
 import pytest
 
-from games.base import Actor, Context, Line
 from games.rmpm import RULES
 from games.rmpm.model import Game
-
-TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=False)
-# the server's settings (pbm_server.compose): the templates must read the same
-SERVER_TEXT = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), trim_blocks=True,
-                                 lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-HTML = jinja2.Environment(loader=jinja2.FileSystemLoader("templates/rmpm"), autoescape=True)
+from tests.games import driver
+from tests.games.driver import render
 
 
-class Table:
-    rules = RULES
+class Table(driver.Table):
+    """The rmpm tests pass states around: ``mail`` and ``week`` take the state
+    to work on and return the Outcome."""
 
-    def ctx(self, handle=None, *, authenticated=True, gm=False):
-        actor = None
-        if handle is not None or gm:
-            actor = Actor(handle, f"{handle or 'gm'}@example.org", authenticated, gm)
-        return Context(now=datetime(2026, 1, 3, 3, 0, tzinfo=timezone.utc), rng=random.Random(1),
-                       actor=actor, game_name="world")
+    fresh_rng = True
+
+    def __init__(self) -> None:
+        super().__init__(RULES, now=datetime(2026, 1, 3, 3, 0, tzinfo=UTC), game_name="world")
 
     def position(self, players: dict, **kw) -> dict:
         """A state from a short description: handle -> dict(abbr, chips, an, pn,
@@ -41,8 +33,8 @@ class Table:
         return RULES.import_state(doc)
 
     def mail(self, state, handle, *lines, **kw):
-        cmds = RULES.parse([Line(i + 1, t) for i, t in enumerate(lines)])
-        return RULES.apply(state, cmds, self.ctx(handle, **kw))
+        self.state = state
+        return self.apply(handle, *lines, **kw)
 
     def orders(self, state, **by_handle):
         """Send one order mail per handle; every line must be accepted."""
@@ -54,7 +46,8 @@ class Table:
         return state
 
     def week(self, state):
-        return RULES.run_turn(state, self.ctx())
+        self.state = state
+        return self.run()
 
     def game(self, state) -> Game:
         return Game(state)
@@ -73,13 +66,13 @@ class Table:
         raise AssertionError(f"no row {number}")
 
     def text(self, data) -> str:
-        return TEMPLATES.get_template("report.txt").render(**data)
+        return render("rmpm", "report.txt", data)
 
     def server_text(self, data) -> str:
-        return SERVER_TEXT.get_template("report.txt").render(**data)
+        return render("rmpm", "report.txt", data)
 
     def html(self, data) -> str:
-        return HTML.get_template("report.html").render(**data)
+        return render("rmpm", "report.txt", data, html=True)
 
 
 @pytest.fixture

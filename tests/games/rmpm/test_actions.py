@@ -52,7 +52,7 @@ CASES = [(an, *rest) for ans, *rest in RANGES for an in ans]
 def test_action_table(t, target, caps, bank, kiosk, mt):
     got_caps, got_bank, got_kiosk, got_mt, out = encounter(t, target)
     assert (got_caps, got_bank, got_kiosk, got_mt) == (caps, bank, kiosk, mt)
-    assert "encounter on 10-03 with vv (v), AN %d" % target in t.text(out.notices[0].data)
+    assert f"encounter on 10-03 with vv (v), AN {target}" in t.text(out.notices[0].data)
 
 
 def test_action_71_80_with_a_poor_victim(t):

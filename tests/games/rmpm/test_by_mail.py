@@ -115,8 +115,8 @@ def test_two_weeks_by_mail(pbm):
     own = rep[rep.index("FIELD OWNERSHIP"):]
     assert "\n01 01-06\n" in own
     inv = rep[rep.index("INVENTORY OF THE PLAYERS"):]
-    wcu = {squeeze(l).split()[1]: int(squeeze(l).split()[2]) for l in inv.splitlines()
-           if l.strip() and l.strip()[0].isdigit()}
+    wcu = {squeeze(ln).split()[1]: int(squeeze(ln).split()[2]) for ln in inv.splitlines()
+           if ln.strip() and ln.strip()[0].isdigit()}
     assert wcu == {"bd": 10000, "ir": 9500, "mb": 10000, "dp": 10000}
     assert "Bank: 500 wcu" in rep and "Kiosk: 3000 wcu" in rep
     assert "BLUE DRAGON AND MIBO AND DALEUS ARE CHAMPIONS OF THE WEEK" in rep

@@ -45,7 +45,7 @@ def test_random_weeks_keep_the_invariants(t):
     st = t.position(players, bank=1000, kiosk=700)
     money = sum(p["capital"] for p in st["players"].values()) + st["bank"] + st["kiosk"]
     refused = accepted = 0
-    for week in range(25):
+    for _week in range(25):
         for h, p in st["players"].items():
             if rng.random() < 0.8:
                 out = t.mail(st, h, *random_orders(rng, p["chips"], p["cards"].get("MT", 0) > 0 and rng.random() < 0.5))

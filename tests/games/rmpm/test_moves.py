@@ -3,8 +3,7 @@ landings, exchanges, fence turns, MN/AN/PN and their wrap, order of play."""
 
 from __future__ import annotations
 
-from games.rmpm.board import Board, default_number, SIZE
-
+from games.rmpm.board import SIZE, Board, default_number
 
 # -- the board ------------------------------------------------------------------
 

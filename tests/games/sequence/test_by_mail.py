@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 GAME = "four"
 PLAYERS = {  # handle -> address (pieces 1-5 come from the address's letters)
@@ -114,7 +114,7 @@ def test_four_players_play_by_mail_up_to_the_deadline(pbm):
 
 def test_digest_by_mail_at_most_hourly(pbm_stopped):
     pbm = pbm_stopped
-    start = datetime(2007, 12, 7, 12, 0, tzinfo=timezone.utc)
+    start = datetime(2007, 12, 7, 12, 0, tzinfo=UTC)
     pbm.set_clock(start)
     pbm.start()
     setup_game(pbm)

@@ -5,49 +5,33 @@ from __future__ import annotations
 import copy
 import json
 import random
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games.base import ALL_PLAYERS, Actor, Context, GameError, Line, Outcome
+from games.base import ALL_PLAYERS, Context, GameError, Line, Outcome
 from games.sequence import RULES
 from games.sequence.model import pieces_from_email, points_for
+from tests.games import driver
+from tests.games.driver import lines
 
-NOW = datetime(2007, 12, 7, 12, 0, tzinfo=timezone.utc)
-TEMPLATES = str(Path(__file__).resolve().parents[3] / "templates" / "sequence")
+NOW = datetime(2007, 12, 7, 12, 0, tzinfo=UTC)
 SEVENS = "7,1 " * 10  # ten pieces of value 7, multiplier 1
 
 
-def lines(*texts: str) -> list[Line]:
-    return [Line(i, t) for i, t in enumerate(texts, start=1)]
-
-
-class Table:
+class Table(driver.Table):
     """A game and the mails sent to it, in order."""
 
+    fresh_rng = True
+
     def __init__(self, **options):
-        self.state = RULES.new_game(options, Context(now=NOW, rng=random.Random(1)))
         self.emails: dict[str, str] = {}
+        super().__init__(RULES, options, now=NOW, game_name="four")
 
-    def ctx(self, handle, now=NOW, authenticated=True, gm=False, email=None):
-        email = email or self.emails.get(handle) or f"{handle}@example.org"
-        return Context(
-            now=now, rng=random.Random(1), game_name="four",
-            actor=Actor(handle, email, authenticated, gm),
-        )
-
-    def send(self, handle, *texts, now=NOW, authenticated=True, gm=False, email=None) -> Outcome:
-        before = copy.deepcopy(self.state)
-        out = RULES.apply(self.state, RULES.parse(lines(*texts)),
-                          self.ctx(handle, now, authenticated, gm, email))
-        assert self.state == before, "apply changed the state it was given"
-        assert len(out.results) == len(texts)
-        json.dumps(out.state)  # always JSON
-        self.state = out.state
-        return out
+    def email(self, handle: str) -> str:
+        return self.emails.get(handle) or f"{handle}@example.org"
 
     def join(self, handle, email=None, now=NOW) -> Outcome:
         if email:
@@ -73,10 +57,7 @@ class Table:
         return self.state["total"]
 
     def end(self) -> Outcome:
-        out = RULES.run_turn(self.state, Context(now=NOW + timedelta(days=1), rng=random.Random(1),
-                                                 game_name="four"))
-        self.state = out.state
-        return out
+        return self.run(now=NOW + timedelta(days=1))
 
 
 def table_with(*handles: str, pieces: str | None = None, **options) -> Table:
@@ -260,8 +241,8 @@ def test_refused_plays_give_the_reason_and_change_nothing():
         "there is no piece 11: your pieces are numbered 1 to 10",
         "piece 2 has the sequence value 11, not 12: play it as Piece 2: 11, 2 or Piece 2: -11, 2",
         "piece 2 has the point multiplier 2, not 3: play it as Piece 2: -11, 2",
-        "cannot read this play: expected Piece <n>: [+|-]<value>, <multiplier>, "
-        "e.g. Piece 3: 12, 3 or Piece 6: -6, 0",
+        ("cannot read this play: expected Piece <n>: [+|-]<value>, <multiplier>, "
+         "e.g. Piece 3: 12, 3 or Piece 6: -6, 0"),
     ]
     assert not any(r.ok for r in out.results)
     assert t.state == before
@@ -300,7 +281,7 @@ def test_late_plays_are_refused():
 def test_closes_option_refuses_plays_arriving_after_the_deadline():
     t = table_with("ann", pieces=SEVENS, closes="2007-12-08T05:00:00-05:00")
     assert t.state["options"]["closes"] == "2007-12-08T10:00:00+00:00"
-    deadline = datetime(2007, 12, 8, 10, 0, tzinfo=timezone.utc)
+    deadline = datetime(2007, 12, 8, 10, 0, tzinfo=UTC)
     assert t.play("ann", "Piece 1: 7, 1", now=deadline - timedelta(seconds=1)).ok
     r = t.play("ann", "Piece 2: 7, 1", now=deadline)
     assert r.message == (
@@ -345,9 +326,8 @@ def test_negative_play_line_and_unreadable_lines():
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(max_size=80), max_size=6))
 def test_parse_never_raises(texts):
-    commands = RULES.parse(lines(*texts))
-    assert len(commands) == len(texts)
-    assert all(c.ok or c.error for c in commands)
+    given = lines(*texts)
+    driver.check_commands(RULES, given, RULES.parse(given))
 
 
 # -- bonuses, winner, tie ---------------------------------------------------------------
@@ -462,7 +442,8 @@ def test_each_play_is_announced_to_players_who_chose_each():
 def test_digest_at_most_every_hour_and_only_when_something_happened():
     t = table_with("ann", "bob", "cid", pieces=SEVENS)  # all joined at NOW: digest by default
     t.send("cid", "MAIL NONE")
-    tick = lambda minutes: RULES.tick(t.state, t.ctx(None, NOW + timedelta(minutes=minutes)))  # noqa: E731
+    def tick(minutes):
+        return RULES.tick(t.state, t.ctx(None, now=NOW + timedelta(minutes=minutes)))
     assert tick(70) is None  # nothing happened yet
     t.play("ann", "Piece 1: 7, 1", now=NOW + timedelta(minutes=75))
     out = tick(76)
@@ -528,7 +509,7 @@ def reference(pieces: dict[str, list[list[int]]], plays: list[tuple[str, int, in
     plays (handle, piece, signed value): scan everything for every play."""
     scores = {h: 0 for h in pieces}
     totals, points_list = [], []
-    for i, (handle, piece, value) in enumerate(plays):
+    for i, (handle, piece, _value) in enumerate(plays):
         total = sum(v for _, _, v in plays[: i + 1])
         earlier = [h for h, _, _ in plays[:i]]
         mine = [j for j, h in enumerate(earlier) if h == handle]
@@ -586,18 +567,11 @@ def test_running_figures_match_a_replay_from_scratch(data):
 # -- texts ------------------------------------------------------------------------------
 
 
-def render(template: str, data: dict, **env_options) -> str:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined, **env_options,
-    )
-    return env.get_template(template).render(**data)
+def render(template: str, data: dict) -> str:
+    return driver.render("sequence", template, data)
 
 
-@pytest.mark.parametrize("env_options", [{}, {"trim_blocks": True, "lstrip_blocks": True}])
-def test_mails_render(env_options):
+def test_mails_render():
     t = table_with("bob", "ann", pieces=SEVENS)
     t.set_pieces("ann", "7,16 " * 10)
     t.send("ann", "MAIL EACH")
@@ -605,20 +579,20 @@ def test_mails_render(env_options):
     play_notice = t.send("ann", "Piece 1: 7, 16").notices
     t.send("bob", "MAIL EACH")
     (play_notice,) = t.send("ann", "Piece 2: 7, 16").notices
-    text = render("play.txt", play_notice.data, **env_options)
+    text = render("play.txt", play_notice.data)
     assert text.splitlines()[:2] == [
         "Play 3: ann played piece 2 (+7, multiplier 16).",
         "The total is now 21 = 3 x 7: no points: nobody played between.",
     ]
     assert "    1. ann                      80" in text.splitlines()
     pieces = t.send("bob", "PIECES").sections[0]
-    text = render(pieces.template, pieces.data, **env_options)
+    text = render(pieces.template, pieces.data)
     assert "Total: 21 = 3 x 7 after 3 plays; 2 players." in text
     assert "  Piece  1: value  7, multiplier 1   (used in play 1)" in text.splitlines()
     assert "  Piece  2: value  7, multiplier 1" in text.splitlines()
     t.play("bob", "Piece 2: 7, 1")
     report = t.end().notices[0]
-    text = render("report.txt", report.data, **env_options)
+    text = render("report.txt", report.data)
     lines_ = text.splitlines()
     assert "     4 bob              2    +7    1     28  scores 5" in lines_
     assert "  bob +70: the last play that scored (play 4)" in lines_
@@ -632,16 +606,11 @@ def test_mails_render(env_options):
 
 
 def test_final_report_html_is_escaped():
-    import jinja2
-
     t = table_with("ann", "bob", pieces=SEVENS)
     t.play("ann", "Piece 1: 7, 1")
     data = t.end().notices[0].data
     data["standings"][0]["handle"] = "<b>ann</b>"  # handles are plain, but never trusted
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
-    html = env.get_template("report.html").render(**data)
+    html = driver.render("sequence", "report.txt", data, html=True)
     assert "<tr><td>1</td><td>ann</td><td>1</td><td>+7</td><td>1</td><td>7</td><td>scores 5</td></tr>" in html
     assert "&lt;b&gt;ann&lt;/b&gt;" in html
     assert "<li>ann +70: the last play that scored (play 1)</li>" in html

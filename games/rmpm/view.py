@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from games.rmpm.board import PARKING, SIZE, fmt
-from games.rmpm.engine import UpdateResult
+from typing import Any
+
+from games.rmpm.board import PARKING, SIZE, Field, fmt
+from games.rmpm.engine import FIELD_PRICE, UpdateResult
 from games.rmpm.model import CARD_CODES, CARD_TEXT, Game
 
 WIDTH = 3 * SIZE + 1
 
 
-def _chip_label(game: Game, f) -> str:
+def _chip_label(game: Game, f: Field) -> str:
     hs = game.occupants(f)
     if not hs:
         return "  "
@@ -53,7 +55,7 @@ def ascii_board(game: Game) -> str:
     return "\n".join(out)
 
 
-def html_grid(game: Game) -> list[list[dict]]:
+def html_grid(game: Game) -> list[list[dict[str, Any]]]:
     """Rows of cells for the HTML report: number, owner, chips, fences."""
     b = game.board
     rows = []
@@ -99,7 +101,7 @@ def _wrap_fields(fields: list[str], width: int = 70) -> list[str]:
     return lines
 
 
-def status_data(game: Game) -> dict:
+def status_data(game: Game) -> dict[str, Any]:
     """Everything of the report that describes the current position."""
     players = sorted(game.players.values(), key=lambda p: p.number)
     owned: dict[str, list[str]] = {}
@@ -117,7 +119,7 @@ def status_data(game: Game) -> dict:
                  for k in ("SM", "RM", "MT", "DM") if p.cards.get(k)]
         inventory.append({"number": p.number, "abbr": p.abbr, "alias": p.alias, "wcu": p.capital,
                           "cards": items, "an": p.an, "pn": p.pn,
-                          "chips": " ".join(fmt(c) for c in p.chips)})
+                          "chips": " ".join(fmt(c) for c in p.fields)})
     businesses = []
     for f, text in sorted(game.businesses.items()):
         owner = game.players.get(game.owners.get(f, ""))
@@ -143,24 +145,24 @@ def status_data(game: Game) -> dict:
     }
 
 
-def update_data(game: Game, upd: UpdateResult) -> dict:
+def update_data(game: Game, upd: UpdateResult) -> dict[str, Any]:
     """The part of the report that tells what happened at the update; stored
     in the state so ``view`` can show the last report again."""
     rows = []
     happenings = []
-    movers = sorted(list(upd.slots.values()), key=lambda s: s.player.number)
+    movers = sorted(upd.slots.values(), key=lambda s: s.player.number)
     idle = {p.handle for p in upd.idle}
     for p in sorted([s.player for s in movers] + list(upd.idle), key=lambda q: q.number):
         if p.handle in idle:
             rows.append({"number": p.number, "abbr": p.abbr, "alias": p.alias,
-                         "old": " ".join(fmt(c) for c in p.chips), "interm": "",
-                         "new": " ".join(fmt(c) for c in p.chips), "mn": "-", "an": p.an, "pn": p.pn})
+                         "old": " ".join(fmt(c) for c in p.fields), "interm": "",
+                         "new": " ".join(fmt(c) for c in p.fields), "mn": "-", "an": p.an, "pn": p.pn})
         else:
             s = upd.slots[p.handle]
             rows.append({"number": p.number, "abbr": p.abbr, "alias": p.alias,
                          "old": " ".join(fmt(c) for c in s.old),
                          "interm": " ".join(fmt(c) for c in s.interm) if s.interm else "",
-                         "new": " ".join(fmt(c) for c in s.new), "mn": s.mn_text, "an": p.an, "pn": p.pn})
+                         "new": " ".join(fmt(c) for c in s.new or []), "mn": s.mn_text, "an": p.an, "pn": p.pn})
     order = sorted(upd.slots.values(), key=lambda s: s.player.number)
     for s in order:
         lines = []
@@ -177,7 +179,14 @@ def update_data(game: Game, upd: UpdateResult) -> dict:
         "happenings": happenings,
         "left": [{"number": p.number, "abbr": p.abbr, "alias": p.alias} for p in upd.left],
         "placed": [{"number": p.number, "abbr": p.abbr, "alias": p.alias,
-                    "chips": " ".join(fmt(c) for c in p.chips), "pn": p.pn} for p in upd.placed],
+                    "chips": " ".join(fmt(c) for c in p.fields), "pn": p.pn} for p in upd.placed],
         "not_placed": [{"number": p.number, "abbr": p.abbr, "alias": p.alias, "why": why}
                        for p, why in upd.not_placed],
     }
+
+
+def report_data(game: Game) -> dict[str, Any]:
+    data = status_data(game)
+    data["last"] = game.last or None
+    data["price"] = FIELD_PRICE
+    return data

@@ -1,15 +1,16 @@
-"""confirmations: register takes effect only after confirm CODE from the address
+"""confirmations: register takes effect only after confirm CODE from the address;
+an index on outbox.message_id (a reply's In-Reply-To is looked up there)
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-23 15:10:00
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0003'
-down_revision = '0002'
+revision = '0005'
+down_revision = '0004'
 branch_labels = None
 depends_on = None
 
@@ -30,9 +31,13 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('confirmations', schema=None) as batch_op:
         batch_op.create_index('ix_confirmations_email', ['email'], unique=False)
+    with op.batch_alter_table('outbox', schema=None) as batch_op:
+        batch_op.create_index('ix_outbox_message_id', ['message_id'], unique=False)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('outbox', schema=None) as batch_op:
+        batch_op.drop_index('ix_outbox_message_id')
     with op.batch_alter_table('confirmations', schema=None) as batch_op:
         batch_op.drop_index('ix_confirmations_email')
     op.drop_table('confirmations')

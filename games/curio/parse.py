@@ -17,6 +17,7 @@ never echoed: ``Command.text`` has it replaced by ``****``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from games.base import Command, Line
 from games.curio.model import CAPTURE_RULES
@@ -50,7 +51,7 @@ CREDENTIALS = ("move", "resign", "draw", "showas")
 VALUED = ("base", "rows", "cols", "num_pieces", "draw_moves")
 OPTION_LIST = "-" + ", -".join([f"{v}=N" for v in VALUED] + list(FLAGS))
 
-_MOVE = re.compile(r"^([a-z][0-9]{1,2})[-x:]?([a-z][0-9]{1,2})(?:#([0-9]+))?$", re.I)
+_MOVE = re.compile(r"^([a-z][0-9]{1,2})[-x:]?([a-z][0-9]{1,2})(?:#([0-9]+))?$", re.IGNORECASE)
 _TOKEN = re.compile(r"\S+")
 
 
@@ -93,15 +94,12 @@ def _board(word: str) -> int | None:
     return int(word) if word.isdigit() and len(word) < 9 else None
 
 
+def masked(line: Line) -> str:
+    """The line with any inline password replaced by ****."""
+    return _Line(line).cut()
+
+
 def parse_line(line: Line) -> Command:
-    try:
-        return _parse(line)
-    except Exception as e:  # parse() never raises; this is a last resort
-        return Command(line, "error", error=f"could not read this line ({type(e).__name__})",
-                       text=_Line(line).cut())
-
-
-def _parse(line: Line) -> Command:
     tl = _Line(line)
     if not tl.words:
         return Command(line, "error", error="expected a curio command: " + ", ".join(USAGE))
@@ -189,7 +187,7 @@ def _draw(line: Line, tl: _Line, words: list[str], masked: str) -> Command:
                    credentials=(args[1], args[2]), text=masked)
 
 
-def _challenge(line: Line, tl: _Line, args: list[str], bad) -> Command:
+def _challenge(line: Line, tl: _Line, args: list[str], bad: Callable[[str], Command]) -> Command:
     options: dict[str, object] = {}
     users: list[str] = []
     i = 0

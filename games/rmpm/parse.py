@@ -5,16 +5,16 @@ from __future__ import annotations
 import re
 
 from games.base import Command, Line
-from games.rmpm.board import DIR_NAMES, direction, fmt, parse_field, on_board_, PARKING
+from games.rmpm.board import DIR_NAMES, PARKING, direction, field_of, fmt, on_board_, parse_field
 from games.rmpm.model import CARDS
 
 F = r"(\d{1,2}-\d{1,2})"
 SIDE = r"(u|r|d|l|up|right|down|left)"
 _MOVE = re.compile(rf"^{F}\s*-+>\s*{F}$")
-_FENCE = re.compile(rf"^F\s+{F}\s+\[?{SIDE}\]?\s*-+>\s*\[?{SIDE}\]?$", re.I)
-_EXCH = re.compile(rf"^E\s+{F}\s*<-+>\s*{F}$", re.I)
-_BUY = re.compile(rf"^BUY(?:\s+{F})?$", re.I)
-_JOIN = re.compile(rf"^JOIN\s+(\S+)\s+{F}\s+{F}(?:\s+(.*))?$", re.I)
+_FENCE = re.compile(rf"^F\s+{F}\s+\[?{SIDE}\]?\s*-+>\s*\[?{SIDE}\]?$", re.IGNORECASE)
+_EXCH = re.compile(rf"^E\s+{F}\s*<-+>\s*{F}$", re.IGNORECASE)
+_BUY = re.compile(rf"^BUY(?:\s+{F})?$", re.IGNORECASE)
+_JOIN = re.compile(rf"^JOIN\s+(\S+)\s+{F}\s+{F}(?:\s+(.*))?$", re.IGNORECASE)
 
 ORDER_NAMES = ("move", "fence", "exchange", "buy", "use_mt", "leave", "cancel")
 
@@ -54,7 +54,8 @@ def parse_line(line: Line) -> Command:
         a, e = _field_or_error(m.group(1), "the chip's field")
         if e:
             return err(e, "move")
-        b = parse_field(m.group(2), on_board=False)
+        assert a is not None
+        b = field_of(m.group(2), on_board=False)
         d = direction(a, b)
         if d is None:
             return err(
@@ -69,6 +70,7 @@ def parse_line(line: Line) -> Command:
         a, e = _field_or_error(m.group(1), "the fence's chip field")
         if e:
             return err(e, "fence")
+        assert a is not None
         s1, s2 = _side(m.group(2)), _side(m.group(3))
         if s1 == s2:
             return err(f"the fence would stay on the {DIR_NAMES[s1]} side; give two different sides, "
@@ -82,9 +84,12 @@ def parse_line(line: Line) -> Command:
         a, e = _field_or_error(m.group(1), "field")
         if e:
             return err(e, "exchange")
-        b, e = _field_or_error(m.group(2), "field")
+        assert a is not None
+        b_, e = _field_or_error(m.group(2), "field")
         if e:
             return err(e, "exchange")
+        assert b_ is not None
+        b = b_
         d = direction(a, b)
         if d is None or d[1] != 2:
             return err(f"{fmt(a)} and {fmt(b)} are not the two opposite neighbours of one field; "
@@ -99,6 +104,7 @@ def parse_line(line: Line) -> Command:
             f, e = _field_or_error(m.group(1), "field")
             if e:
                 return err(e, "buy")
+            assert f is not None
             if f == PARKING:
                 return err("the parking 13-13 cannot be bought", "buy")
             return Command(line=line, name="buy", args={"field": fmt(f)}, text=f"BUY {fmt(f)}")
@@ -135,6 +141,7 @@ def _parse_join(line: Line, text: str) -> Command:
         f, e = _field_or_error(m.group(g), "start field")
         if e:
             return Command(line=line, name="join", error=e)
+        assert f is not None
         if not (f[0] in (1, 25) or f[1] in (1, 25)):
             return Command(line=line, name="join",
                            error=f"start field {fmt(f)} is not on the edge: chips enter on row 01 or 25 "
@@ -218,13 +225,3 @@ def _parse_gm(line: Line, text: str) -> Command:
         return Command(line=line, name="gm_business",
                        args={"field": fmt(f), "text": None if btext.lower() == "none" else btext[:200]})
     return Command(line=line, name="gm", error=f"unknown GM command {parts[1]!r}; {GM_EXPECTED}")
-
-
-def parse_lines(lines: list[Line]) -> list[Command]:
-    out = []
-    for line in lines:
-        try:
-            out.append(parse_line(line))
-        except Exception as exc:  # parse() must never raise
-            out.append(Command(line=line, name="error", error=f"could not read this line ({exc}); {EXPECTED}"))
-    return out

@@ -176,8 +176,8 @@ def _transfer(line: Line, text: str, name: str) -> Command:
     if qty is None:
         return Command(line=line, name=name, error=f"the quantity must be a whole number above 0, not {m.group(1)!r}; {example}")
     cur, error = parse_currency(m.group(2))
-    if error:
-        return Command(line=line, name=name, error=error)
+    if error or cur is None:
+        return Command(line=line, name=name, error=error or example)
     return Command(line=line, name=name, args={"qty": qty, **cur, "to": m.group(3)})
 
 
@@ -253,13 +253,3 @@ def _gm(line: Line, text: str, words: list[str]) -> Command:
             return bad("expected GM LIST <how players reach the RPG mailing list>, e.g. GM LIST public messages")
         return Command(line=line, name="gm_list", args={"spec": spec})
     return bad(f"unknown GM command {' '.join(words[:2])!r}; expected one of {GM_SYNTAX}")
-
-
-def parse(lines: list[Line]) -> list[Command]:
-    out = []
-    for line in lines:
-        try:
-            out.append(parse_line(line))
-        except Exception as exc:  # parse() must never raise  # pragma: no cover
-            out.append(Command(line=line, name="unknown", error=f"could not read this line ({exc})"))
-    return out

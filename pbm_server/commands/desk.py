@@ -1,0 +1,167 @@
+"""The game master's desk by mail to pbm@DOMAIN: game ..., turn ..., do ...
+
+Accepted only from PBM_GM_ADDRESS with the GM account's $$password$$ (the
+registry refuses everyone else).  Each command runs the same operation as the
+CLI (pbm_server.gmdesk, pbm_server.turns) inside a savepoint, so a refusal
+changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from games import KINDS, get_rules
+from games.base import Line, Result
+from pbm_server.commands.registry import Audience, ServerContext, command
+from pbm_server.creation import create_game
+from pbm_server.errors import DeskError
+from pbm_server.gmdesk import (
+    DESK_KEYS,
+    add_player,
+    change_deadline,
+    desk_summary,
+    gm_do,
+    pause,
+    remove_player,
+    resume,
+    set_options,
+)
+from pbm_server.turns import rollback, run_turn
+
+
+def _safely(ctx: ServerContext, line: Line, fn: Callable[[], str]) -> Result:
+    """Run a GM operation in a savepoint: a refusal changes nothing."""
+    try:
+        with ctx.session.begin_nested():
+            message = fn()
+        return Result(line, True, message)
+    except DeskError as exc:
+        return Result(line, False, f"{exc}; nothing was changed" if "nothing" not in str(exc) else str(exc))
+
+
+GAME_USAGE = (
+    "expected one of: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]; game set NAME KEY=VALUE ...; "
+    "game deadline NAME EXPR|none; game pause NAME; game resume NAME; game add NAME HANDLE [JOIN LINE]; "
+    "game remove NAME HANDLE"
+)
+
+
+@command(
+    "game", Audience.GM,
+    ("game new KIND NAME [KEY=VALUE ...] [deadline EXPR]", ""),
+    ("game set NAME early=on|off grace=6h remind=24h", ""),
+    ("game deadline NAME EXPR|none", ""),
+    ("game pause NAME", ""),
+    ("game resume NAME", ""),
+    ("game add NAME HANDLE [LINE]", ""),
+    ("game remove NAME HANDLE", ""),
+)
+def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    sub = words[1].lower() if len(words) > 1 else ""
+    actor = ctx.actor
+    if sub == "new":
+        if len(words) < 4:
+            return Result(line, False, "expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR], e.g. game new giveaway g1 no_order=split deadline every Saturday 12:00 UTC")
+        kind, name, rest = words[2].lower(), words[3], words[4:]
+        pairs, deadline = {}, None
+        for i, w in enumerate(rest):
+            if w.lower() == "deadline":
+                deadline = " ".join(rest[i + 1:])
+                break
+            if "=" not in w:
+                return Result(line, False, f"{w!r} is not KEY=VALUE; expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]")
+            k, v = w.split("=", 1)
+            pairs[k] = v
+        desk = {k: v for k, v in pairs.items() if k.lower() in DESK_KEYS}
+        options = {k: v for k, v in pairs.items() if k.lower() not in DESK_KEYS}
+
+        def new() -> str:
+            if kind not in KINDS:
+                raise DeskError(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
+            g = create_game(ctx.session, kind, name, options, deadline, ctx.now, actor=actor)
+            if desk:
+                set_options(ctx.session, g, desk, ctx.now, actor)
+            return f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; {desk_summary(g)}"
+
+        return _safely(ctx, line, new)
+    if sub in ("set", "deadline", "pause", "resume", "add", "remove", "kick"):
+        if len(words) < 3:
+            return Result(line, False, GAME_USAGE)
+        name = words[2]
+
+        def op() -> str:
+            g = ctx.game(name)
+            if sub == "set":
+                if len(words) < 4:
+                    raise DeskError("expected: game set NAME KEY=VALUE ... (early=on|off grace=6h remind=24h)")
+                pairs = {}
+                for w in words[3:]:
+                    if "=" not in w:
+                        raise DeskError(f"{w!r} is not KEY=VALUE")
+                    k, v = w.split("=", 1)
+                    pairs[k] = v
+                return set_options(ctx.session, g, pairs, ctx.now, actor)
+            if sub == "deadline":
+                if len(words) < 4:
+                    raise DeskError("expected: game deadline NAME EXPR, e.g. game deadline g1 every Saturday 03:00 UTC, or none")
+                return change_deadline(ctx.session, ctx.outbox(), g, " ".join(words[3:]), ctx.now, actor)
+            if sub == "pause":
+                return pause(ctx.session, ctx.outbox(), g, ctx.now, actor)
+            if sub == "resume":
+                return resume(ctx.session, ctx.outbox(), g, ctx.now, actor)
+            if len(words) < 4:
+                raise DeskError(f"expected: game {sub} NAME HANDLE")
+            if sub == "add":
+                return add_player(ctx.session, ctx.outbox(), g, words[3], " ".join(words[4:]) or None, ctx.now, actor)
+            return remove_player(ctx.session, ctx.outbox(), g, words[3], ctx.now, actor)
+
+        return _safely(ctx, line, op)
+    return Result(line, False, GAME_USAGE)
+
+
+@command(
+    "turn", Audience.GM,
+    ("turn run NAME N", "N: the turn now open; any other N is refused"),
+    ("turn rollback NAME N", "back to just before turn N was processed"),
+)
+def cmd_turn(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    usage = "expected: turn run NAME N (N: the turn now open) or turn rollback NAME N"
+    if len(words) != 4 or words[1].lower() not in ("run", "rollback"):
+        return Result(line, False, usage)
+    try:
+        n = int(words[3])
+    except ValueError:
+        return Result(line, False, f"{words[3]!r} is not a turn number; {usage}")
+    actor = ctx.actor
+
+    def op() -> str:
+        g = ctx.game(words[2])
+        rules = get_rules(g.kind)
+        if words[1].lower() == "run":
+            outcome = run_turn(ctx.session, g, ctx.outbox(), ctx.now, actor=actor, expected_turn=n)
+            return (f"{g.name}: {rules.turn_name} {n} processed; {len(outcome.notices)} notice(s) sent"
+                    + ("; the game is finished" if g.status == "finished" else f"; now open: {rules.turn_name} {g.turn}"))
+        rollback(ctx.session, g, ctx.outbox(), n, ctx.now, actor)
+        return f"{g.name} is back before {rules.turn_name} {n}; the players are told"
+
+    return _safely(ctx, line, op)
+
+
+@command("do", Audience.GM, ("do NAME LINE", "a game's own GM command"))
+def cmd_do(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    parts = line.text.split(None, 2)
+    if len(parts) < 3:
+        return Result(line, False, "expected: do NAME LINE (a game's own command, run as the game master)")
+    try:
+        with ctx.session.begin_nested() as nested:
+            g = ctx.game(parts[1])
+            outcome = gm_do(ctx.session, ctx.outbox(), g, [parts[2]], ctx.sender, ctx.handle, ctx.now, ctx.actor)
+            results = outcome.results or [Result(line, False, "the game gave no answer")]
+            if not all(r.ok for r in results):
+                nested.rollback()
+    except DeskError as exc:
+        return Result(line, False, f"{exc}; nothing was changed")
+    r = results[0]
+    ctx.sections.extend(outcome.sections if r.ok else [])
+    return Result(line, r.ok, f"{g.name}: {r.message}" + ("" if r.ok else "; nothing was changed"))
+

@@ -1,0 +1,99 @@
+"""Information by mail to pbm@DOMAIN: games, help (and help KIND), and for a
+registered player status and history."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from games import KINDS, get_rules
+from games.base import Line, Result, Section
+from pbm_server.commands.registry import REGISTRY, Audience, ServerContext, command
+from pbm_server.errors import DeskError
+from pbm_server.localtime import show_time
+from pbm_server.lookup import account_by_handle, find_game, player_count
+from pbm_server.models import Game
+from pbm_server.views import history, status
+
+
+def help_rows(audience: Audience) -> list[str]:
+    """The lines ``help`` shows for the commands of one audience."""
+    out = []
+    for cmd in REGISTRY.for_audience(audience):
+        for syntax, text in cmd.rows:
+            text = text.replace("{kinds}", ", ".join(KINDS))
+            out.append(f"  {syntax:<28} {text}" if text else f"  {syntax}")
+    return out
+
+
+@command("games", Audience.ANYONE, ("games", "the running games and how to join them"))
+def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    games = ctx.session.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all()
+    me = account_by_handle(ctx.session, ctx.handle) if ctx.handle else None
+    tz = me.timezone if me else None
+    rows = []
+    for g in games:
+        rules = get_rules(g.kind)
+        rows.append(
+            {
+                "name": g.name,
+                "kind": g.kind,
+                "title": rules.title,
+                "status": g.status,
+                "turn": g.turn,
+                "turn_name": rules.turn_name,
+                "players": player_count(ctx.session, g),
+                "next_deadline": show_time(g.next_deadline, tz) if g.next_deadline else None,
+            }
+        )
+    text = ctx.composer.render("server/games.txt", {"games": rows, "domain": ctx.settings.domain}).text
+    ctx.sections.append(Section(title="Games", text=text))
+    return Result(line, True, f"{len(rows)} game(s) listed below")
+
+
+@command("help", Audience.ANYONE, ("help", "this text"), ("help KIND", "a game's rules and commands ({kinds})"))
+def cmd_help(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    if len(words) >= 2:
+        kind = words[1].lower()
+        if kind not in KINDS:
+            return Result(line, False, f"there is no game kind {words[1]!r}; kinds: {', '.join(KINDS)}")
+        rules = get_rules(kind)
+        ctx.sections.append(Section(title=f"{rules.title} ({kind})", text=rules.help_text()))
+        return Result(line, True, f"the rules and commands of {rules.title} follow")
+    text = ctx.composer.render(
+        "server/help.txt", {"server": ctx.settings.server_address, "domain": ctx.settings.domain, "gm": ctx.is_gm,
+         "anyone": help_rows(Audience.ANYONE), "player": help_rows(Audience.PLAYER), "gm_rows": help_rows(Audience.GM)}
+    ).text
+    ctx.sections.append(Section(title="Help", text=text))
+    return Result(line, True, "the list of commands follows")
+
+
+@command("status", Audience.PLAYER, ("status NAME", "game NAME as you see it, your orders, the deadline"))
+def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    acc = ctx.player()
+    if len(words) != 2:
+        return Result(line, False, "expected: status NAME, e.g. status g1")
+    g = find_game(ctx.session, words[1])
+    if g is None:
+        return Result(line, False, f"there is no game named {words[1]}")
+    for sec in status(ctx.session, g, acc):
+        if sec.template:  # a game's template: render it here, the reply is not the game's
+            title, text, _ = ctx.composer.section(sec, g.kind)
+            sec = Section(title=title, text=text)
+        ctx.sections.append(sec)
+    return Result(line, True, f"the state of {g.name} as you see it follows")
+
+
+@command("history", Audience.PLAYER,
+         ("history NAME [N]", "the report of turn N (default: the last) and the list of turns"))
+def cmd_history(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    acc = ctx.player()
+    if len(words) not in (2, 3) or (len(words) == 3 and not words[2].isdigit()):
+        return Result(line, False, "expected: history NAME [N], e.g. history g1 or history g1 3")
+    try:
+        g = ctx.game(words[1])
+        msg, sections = history(ctx.session, g, int(words[2]) if len(words) == 3 else None, acc, ctx.is_gm)
+    except DeskError as exc:
+        return Result(line, False, str(exc))
+    ctx.sections.extend(sections)
+    return Result(line, True, msg)
+

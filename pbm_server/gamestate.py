@@ -1,0 +1,69 @@
+"""Writing what a game's rules decided: the new state (a new version), the
+next deadline, and the memberships, orders and audit lines of an outcome.
+
+Everything here works in the caller's session and transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from games.base import Outcome
+from pbm_server.deadlines import DeadlineError, parse_deadline
+from pbm_server.errors import DeskError
+from pbm_server.lookup import account_by_handle, audit
+from pbm_server.models import Game, Membership, Order
+
+
+def save_state(game: Game, state: dict, now: datetime) -> None:
+    # a JSON round trip: the stored document is exactly what the next load sees
+    game.state = json.loads(json.dumps(state))
+    game.version += 1
+    game.updated_at = now
+
+
+def set_deadline(game: Game, expr: str | None, now: datetime) -> None:
+    if not expr or expr.lower() == "none":
+        game.deadline, game.next_deadline = None, None
+        return
+    try:
+        dl = parse_deadline(expr)
+        game.deadline = expr
+        game.next_deadline = dl.next_after(now, game.created_at)
+    except DeadlineError as exc:
+        raise DeskError(str(exc)) from None
+
+
+def record_outcome(session: Session, game: Game, outcome: Outcome, now: datetime, actor: str, inbound_id: int | None = None) -> None:
+    """Memberships, orders and audit lines of an outcome (not the notices)."""
+    for handle in outcome.joined:
+        acc = account_by_handle(session, handle)
+        if acc is None:
+            continue
+        m = session.scalar(select(Membership).where(Membership.game_id == game.id, Membership.account_id == acc.id, Membership.role == "player"))
+        if m is None:
+            session.add(Membership(game_id=game.id, account_id=acc.id, role="player", joined_at=now))
+        else:
+            m.joined_at, m.left_at = now, None
+    for handle in outcome.left:
+        acc = account_by_handle(session, handle)
+        if acc is None:
+            continue
+        m = session.scalar(select(Membership).where(Membership.game_id == game.id, Membership.account_id == acc.id, Membership.role == "player"))
+        if m is not None:
+            m.left_at = now
+    for handle, lines in outcome.orders.items():
+        row = session.scalar(select(Order).where(Order.game_id == game.id, Order.handle == handle, Order.turn == game.turn))
+        if row is None:
+            session.add(Order(game_id=game.id, handle=handle, turn=game.turn, lines=list(lines), received_at=now, inbound_id=inbound_id))
+        else:
+            row.lines, row.received_at, row.inbound_id = list(lines), now, inbound_id
+    for line in outcome.audit:
+        audit(session, now, actor, "game", line, game)
+    if outcome.finished:
+        game.status = "finished"
+        game.next_deadline = None

@@ -1,0 +1,51 @@
+"""Header values from hostile or broken mail, made safe to read and to put
+into the headers of a reply.
+
+A decoded header can hold line breaks the email package refuses to write
+back: LF or CR from an RFC 2047 word (``=?utf-8?q?a=0Ab?=``), NEL (U+0085,
+what a cp1252 "..." becomes when the mail says ISO-8859-1), LINE and
+PARAGRAPH SEPARATOR (U+2028/9), and the other characters ``str.splitlines``
+breaks on.  :func:`clean_text` turns every control and separator into a space;
+:func:`clean_msgid` keeps a Message-ID only if what is left is one.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: longest Subject kept (RFC 5322 allows 998 characters per line)
+MAX_SUBJECT = 200
+#: longest Message-ID kept
+MAX_MSGID = 250
+
+_MSGID = re.compile(r"<[\x21-\x3b\x3d\x3f-\x7e]+@?[\x21-\x3b\x3d\x3f-\x7e]*>")
+
+
+def _unsafe(ch: str) -> bool:
+    # Cc: C0/C1 controls (NEL is one); Zl/Zp: U+2028/U+2029; Cf: invisible
+    # format characters (bidi overrides) that make a subject lie about itself
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cf") or len(("a" + ch + "a").splitlines()) > 1
+
+
+def clean_text(value: str | None, limit: int = MAX_SUBJECT) -> str:
+    """One line of text: every control, separator or line break a space,
+    runs of white space one space, at most ``limit`` characters."""
+    if not value:
+        return ""
+    text = "".join(" " if _unsafe(ch) else ch for ch in str(value))
+    return " ".join(text.split())[:limit]
+
+
+def clean_msgid(value: str | None) -> str | None:
+    """A Message-ID fit to quote in In-Reply-To/References, or None."""
+    text = clean_text(value, limit=MAX_MSGID * 2).replace(" ", "")
+    m = _MSGID.search(text)
+    if m is None or len(m.group(0)) > MAX_MSGID:
+        return None
+    return m.group(0)
+
+
+def clean_msgids(values: list[str] | None, keep: int = 10) -> list[str]:
+    out = [c for c in (clean_msgid(v) for v in (values or [])) if c]
+    return out[-keep:]

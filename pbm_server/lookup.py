@@ -1,0 +1,40 @@
+"""Finding rows: a game by name, an account by handle or address, and the
+audit log every operation writes to."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from games import get_rules
+from pbm_server.models import Account, AuditEntry, Game, Membership
+
+
+def audit(
+    session: Session, now: datetime, actor: str, action: str, detail: str = "", game: Game | None = None, *, game_id: int | None = None
+) -> None:
+    """One line of the audit log: who did what, when, to which game."""
+    session.add(AuditEntry(at=now, actor=actor, game_id=game.id if game else game_id, action=action, detail=detail))
+
+
+def find_game(session: Session, name: str) -> Game | None:
+    return session.scalar(select(Game).where(Game.name == name.lower()))
+
+
+def account_by_handle(session: Session, handle: str) -> Account | None:
+    return session.scalar(select(Account).where(Account.handle_key == handle.lower()))
+
+
+def account_by_email(session: Session, email: str) -> Account | None:
+    return session.scalar(select(Account).where(Account.email == email.lower()))
+
+
+def player_count(session: Session, game: Game) -> int:
+    try:
+        return len(get_rules(game.kind).players(game.state))
+    except Exception:
+        return session.scalar(
+            select(func.count()).select_from(Membership).where(Membership.game_id == game.id, Membership.left_at.is_(None))
+        ) or 0

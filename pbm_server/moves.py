@@ -1,0 +1,54 @@
+"""A game's rules between turns: the command lines of one mail (or of the GM)
+applied to the stored state, and the game's tick as time passes."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from games import get_rules
+from games.base import Command, Context, Outcome, Rules
+from pbm_server.gamestate import record_outcome, save_state
+from pbm_server.lookup import audit
+from pbm_server.models import Game
+from pbm_server.notices import Mailer
+from pbm_server.seeds import fresh_rng, keep_rng, turn_rng
+
+
+def apply_commands(
+    session: Session, game: Game, rules: Rules, commands: list[Command], ctx: Context, inbound_id: int | None, gm_actor: str | None = None
+) -> Outcome:
+    """A mail's (or the GM's) command lines through the game.  Lines run as
+    the game master are written to the audit log (``gm_actor``: who)."""
+    state = json.loads(json.dumps(game.state))
+    # the dice come from the turn's stream, whatever generator the caller made;
+    # a game without turns has no published stream: fresh OS randomness each time
+    ctx.rng = turn_rng(game) if rules.has_turns else fresh_rng()
+    outcome = rules.apply(state, commands, ctx)
+    if rules.has_turns:
+        keep_rng(game, ctx.rng)
+    save_state(game, outcome.state, ctx.now)
+    actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"
+    record_outcome(session, game, outcome, ctx.now, "gm" if ctx.actor and ctx.actor.is_gm else actor, inbound_id)
+    if ctx.actor and ctx.actor.is_gm and commands:
+        how = f" (mail {inbound_id})" if inbound_id else ""
+        audit(session, ctx.now, gm_actor or ctx.actor.handle or "gm", "game do",
+              f"{game.name}: " + " | ".join(c.text for c in commands) + how, game)
+    return outcome
+
+
+def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
+    rules = get_rules(game.kind)
+    state = json.loads(json.dumps(game.state))
+    rng = turn_rng(game) if rules.has_turns else fresh_rng()
+    outcome = rules.tick(state, Context(now=now, rng=rng, turn=game.turn, game_name=game.name))
+    if outcome is None:
+        return False
+    if rules.has_turns:
+        keep_rng(game, rng)
+    save_state(game, outcome.state, now)
+    record_outcome(session, game, outcome, now, "scheduler")
+    mailer.send_notices(session, game, rules, outcome.notices, now)
+    return True

@@ -1,0 +1,108 @@
+"""Mail the server writes on its own: a game's Notices to its players (one
+outbox row per recipient), a word to all players of a game, a notice to the GM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from games import get_rules
+from games.base import ALL_PLAYERS, Notice, Rules
+from pbm_server.compose import Composer, Rendered
+from pbm_server.localtime import show_time
+from pbm_server.lookup import account_by_handle
+from pbm_server.models import Account, Game
+from pbm_server.outbound import enqueue
+
+
+class Mailer:
+    """Turns Notices into outbox rows (one per recipient)."""
+
+    def __init__(self, composer: Composer):
+        self.composer = composer
+
+    def recipients(self, session: Session, rules: Rules, state: dict, to: list[str]) -> list[Account]:
+        handles: list[str] = []
+        for h in to:
+            handles.extend(rules.players(state) if h == ALL_PLAYERS else [h])
+        seen, accounts = set(), []
+        for h in handles:
+            if h.lower() in seen:
+                continue
+            seen.add(h.lower())
+            acc = account_by_handle(session, h)
+            if acc is not None:
+                accounts.append(acc)
+        return accounts
+
+    def send_notices(
+        self,
+        session: Session,
+        game: Game,
+        rules: Rules,
+        notices: list[Notice],
+        now: datetime,
+        *,
+        inbound_id: int | None = None,
+        footer: str | Callable[[Account], str] = "",
+        secrets_: AbstractSet[str] = frozenset(),
+        skip: AbstractSet[str] = frozenset(),
+    ) -> list[tuple[Account, Rendered, str]]:
+        """``footer``: text added to every mail, or a function of the
+        recipient's account giving it (e.g. the deadline in their time zone).
+        Returns (account, body without a per-recipient footer, kind)."""
+        sent = []
+        for notice in notices:
+            for acc in self.recipients(session, rules, game.state, notice.to):
+                if acc.handle_key in skip:
+                    continue
+                data = dict(notice.data)
+                if notice.template:
+                    data.setdefault("viewer", acc.handle)
+                    body = self.composer.render(notice.template, data, game.kind)
+                else:
+                    body = Rendered(notice.text)
+                kept = body
+                extra = footer(acc) if callable(footer) else footer
+                if extra:
+                    body = Rendered(body.text + "\n\n" + extra, body.html)
+                    if not callable(footer):
+                        kept = body
+                mid, raw = self.composer.message(
+                    to_addr=acc.email,
+                    to_name=acc.handle,
+                    from_local=game.name,
+                    subject=notice.subject,
+                    body=body,
+                    auto="auto-generated",  # a notice answers no mail of its recipient (RFC 3834)
+                    now=now,
+                    secrets=set(secrets_),
+                )
+                enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report" if notice.kind == "report" else "notice", now=now, inbound_id=inbound_id, game_id=game.id)
+                sent.append((acc, kept, notice.kind))
+        return sent
+
+
+def tell_players(session: Session, mailer: Mailer, game: Game, subject: str, text: str, now: datetime) -> None:
+    rules = get_rules(game.kind)
+
+    def footer(acc: Account) -> str:
+        return f"Next deadline: {show_time(game.next_deadline, acc.timezone)}" if game.next_deadline else ""
+
+    mailer.send_notices(session, game, rules, [Notice(to=[ALL_PLAYERS], subject=subject, text=text)], now, footer=footer)
+
+
+def tell_gm(session: Session, composer: Composer, gm_address: str | None, what: str, details: list[tuple[str, str]],
+            now: datetime, kind: str = "gm", inbound_id: int | None = None) -> None:
+    """A notice to the game master (PBM_GM_ADDRESS; none set: nobody is told).
+    ``kind`` marks it in the outbox (``gm...``: never reported back to the GM)."""
+    if not gm_address:
+        return
+    body = composer.render("server/gm_notice.txt", {"what": what, "details": details})
+    mid, raw = composer.message(to_addr=gm_address, to_name="game master", from_local="pbm",
+                                subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
+    enqueue(session, to_addr=gm_address, message_id=mid, raw=raw, kind=kind, now=now, inbound_id=inbound_id)

@@ -1,0 +1,182 @@
+"""Running a game's open turn, and rolling a game back to before a turn.
+
+A turn run keeps a snapshot before and after (with the revealed seed and the
+reports), so ``history`` can show it and ``turn rollback`` can undo it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from games import get_rules
+from games.base import ALL_PLAYERS, Context, GameError, Outcome
+from pbm_server.errors import DeskError
+from pbm_server.gamestate import record_outcome, save_state, set_deadline
+from pbm_server.localtime import show_time
+from pbm_server.lookup import audit
+from pbm_server.models import Account, Game, Order, Snapshot
+from pbm_server.notices import Mailer, tell_players
+from pbm_server.seeds import keep_rng, new_seed, seed_hash, turn_rng
+from pbm_server.vacations import absent_handles
+
+
+def seed_footer(game: Game, revealed: str | None) -> str:
+    lines = []
+    name = get_rules(game.kind).turn_name
+    if revealed:
+        lines.append(f"Random seed of {name} {game.turn - 1}: {revealed}")
+        lines.append(f"  (its SHA-256, published before the {name}: {seed_hash(revealed)})")
+    if game.status != "finished":
+        lines.append(f"SHA-256 of the seed of {name} {game.turn}: {seed_hash(game.turn_seed)}")
+    return "\n".join(lines)
+
+
+def run_turn(
+    session: Session,
+    game: Game,
+    mailer: Mailer,
+    now: datetime,
+    actor: str,
+    expected_turn: int | None = None,
+) -> Outcome:
+    """Run the game's open turn in the caller's transaction."""
+    rules = get_rules(game.kind)
+    if not rules.has_turns:
+        raise DeskError(f"{rules.title} has no turns: moves take effect when they arrive")
+    if game.status == "finished":
+        raise DeskError(f"{game.name} is finished")
+    if expected_turn is not None and expected_turn != game.turn:
+        raise DeskError(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
+    turn, seed = game.turn, game.turn_seed
+    session.add(
+        Snapshot(
+            game_id=game.id, turn=turn, phase="before", version=game.version, state=game.state, created_at=now,
+            rng={"seed": seed, "state": game.rng_state},
+        )
+    )
+    state = json.loads(json.dumps(game.state))
+    try:
+        players = list(rules.players(state))
+        waiting = list(rules.waiting_for(state))
+    except Exception:
+        players, waiting = [], []
+    absent = absent_handles(session, players, now)
+    absent_keys = {h.lower() for h in absent}
+    no_orders = [h for h in waiting if h.lower() not in absent_keys]
+    rng = turn_rng(game)
+    ctx = Context(now=now, rng=rng, turn=turn, game_name=game.name, absent=absent)
+    try:
+        outcome = rules.run_turn(state, ctx)
+    except GameError as exc:
+        raise DeskError(str(exc)) from None
+    save_state(game, outcome.state, now)
+    revealed = None
+    if outcome.turn_done:
+        game.turn += 1
+        game.turn_seed = new_seed()
+        game.rng_state = None
+        revealed = seed
+    else:
+        keep_rng(game, rng)
+    record_outcome(session, game, outcome, now, actor)
+    if game.deadline and game.status != "finished":
+        # the deadline of this turn is used up, also when the turn ran early
+        set_deadline(game, game.deadline, max(now, game.next_deadline or now))
+    common = []
+    if outcome.turn_done and no_orders:
+        common.append(f"No orders for {rules.turn_name} {turn} from: {', '.join(sorted(no_orders, key=str.lower))}")
+    if outcome.turn_done and absent:
+        common.append(f"On vacation (kept out of the no-order rules): {', '.join(sorted(absent, key=str.lower))}")
+    common.append(seed_footer(game, revealed))
+    common_text = "\n".join(common)
+
+    def footer(acc: Account) -> str:
+        if game.next_deadline is None:
+            return common_text
+        return common_text + f"\nNext deadline: {show_time(game.next_deadline, acc.timezone)}"
+
+    sent = mailer.send_notices(session, game, rules, outcome.notices, now, footer=footer)
+    reports: dict[str, str] = {}
+    for acc, body, kind in sent:
+        if kind == "report":
+            text = body.text + "\n\n" + common_text
+            reports[acc.handle_key] = reports[acc.handle_key] + "\n\n" + text if acc.handle_key in reports else text
+    copies = set(reports.values())
+    to_all = all(n.to == [ALL_PLAYERS] for n in outcome.notices if n.kind == "report")
+    if len(copies) == 1 and to_all:
+        report = copies.pop()  # everybody got the same: it is public
+    elif not reports and outcome.notices and outcome.notices[0].text:
+        report = outcome.notices[0].text + "\n\n" + common_text
+    else:
+        report = None
+    session.add(
+        Snapshot(
+            game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed,
+            report=report, reports=reports or None, created_at=now,
+        )
+    )
+    detail = f"{game.name} {rules.turn_name} {turn}" + ("" if outcome.turn_done else " (the turn stays open)")
+    if no_orders and outcome.turn_done:
+        detail += f"; no orders from {', '.join(no_orders)}"
+    audit(session, now, actor, "turn run", detail, game)
+    return outcome
+
+
+def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datetime, actor: str) -> Snapshot:
+    """Put the game back as it was just before ``turn`` was processed: its
+    state, turn number, turn seed and random stream; orders held in the game
+    state are kept.  The players are told.  Returns the snapshot restored."""
+    rules = get_rules(game.kind)
+    if not rules.has_turns:
+        raise DeskError(f"{rules.title} has no turns to roll back")
+    # a rollback to turn R makes the snapshots of turns >= R taken before it history
+    cut = session.scalar(
+        select(func.max(Snapshot.id)).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.turn <= turn)
+    ) or 0
+    snap = session.scalar(
+        select(Snapshot)
+        .where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "before", Snapshot.id > cut)
+        .order_by(Snapshot.id.desc())
+        .limit(1)
+    )
+    ran = snap is not None and session.scalar(
+        select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "after", Snapshot.id > snap.id).limit(1)
+    ) is not None
+    if turn > game.turn or not ran or snap is None:
+        raise DeskError(
+            f"{game.name} has no processed {rules.turn_name} {turn} to roll back "
+            f"(now open: {rules.turn_name} {game.turn}); nothing was changed"
+        )
+    current = game.turn
+    game.state = json.loads(json.dumps(snap.state))
+    game.version += 1
+    game.updated_at = now
+    game.turn = turn
+    game.turn_seed = (snap.rng or {}).get("seed") or game.turn_seed
+    game.rng_state = (snap.rng or {}).get("state")
+    # early processing waits for a change: all orders are still in, and the
+    # GM rolled back to change something before the turn runs again
+    game.early_version = game.version
+    if game.status == "finished":
+        game.status = "running"
+    if game.deadline:
+        set_deadline(game, game.deadline, now)
+    # orders for the turns after ``turn`` belonged to states that no longer exist
+    # (the mails themselves stay in the inbox); those of ``turn`` itself are kept
+    for stale in session.scalars(select(Order).where(Order.game_id == game.id, Order.turn > turn)).all():
+        session.delete(stale)
+    session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now))
+    audit(session, now, actor, "turn rollback", f"{game.name} back to before {rules.turn_name} {turn} (was at {current})", game)
+    text = (
+        f"The game master has rolled {game.name} back to the moment before {rules.turn_name} {turn} was processed. "
+        f"The orders held for {rules.turn_name} {turn} are kept; you may change them until the turn runs again.\n\n"
+        f"The seed of {rules.turn_name} {turn} stays the one whose SHA-256 was published before it: "
+        f"{seed_hash(game.turn_seed)}, so running the turn again draws the same random numbers."
+    )
+
+    tell_players(session, mailer, game, f"{game.name}: {rules.turn_name} {turn} rolled back", text, now)
+    return snap

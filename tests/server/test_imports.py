@@ -1,0 +1,100 @@
+"""The server's modules import on their own, and none of them imports itself
+through others (an import circle makes the order of imports matter: a module
+then sees a half-made neighbour)."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pbm_server
+
+ROOT = Path(pbm_server.__file__).parent
+
+
+def module_names() -> dict[str, Path]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The pbm_server modules ``name`` imports, anywhere in its text (also
+    inside functions), with the packages Python runs on the way."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            # "from pkg import mod" imports the module pkg.mod
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        for target in targets:
+            parts = target.split(".")
+            # importing a.b.c runs a and a.b first
+            for i in range(1, len(parts) + 1):
+                candidate = ".".join(parts[:i])
+                if candidate in known and candidate != name:
+                    found.add(candidate)
+    # a module's own packages run before it does
+    parts = name.split(".")
+    found.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return found
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_no_import_circle_among_server_modules():
+    modules = module_names()
+    known = set(modules)
+    graph = {name: imports_of(name, path, known) for name, path in modules.items()}
+    # the walk sees the edges a reader sees
+    assert "pbm_server.commands.registry" in graph["pbm_server.commands.info"]
+    assert "pbm_server.processing" in graph["pbm_server.server"]
+    cycle = find_cycle(graph)
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_every_server_module_imports_in_a_fresh_interpreter():
+    for name in module_names():
+        proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,
+                              cwd=ROOT.parent)
+        assert proc.returncode == 0, f"import {name} failed:\n{proc.stderr}"
