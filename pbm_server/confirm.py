@@ -42,7 +42,7 @@ def new_code() -> str:
 def normalise(code: str) -> str:
     """What the player typed -> the code's canonical form (case, dashes, look-alikes)."""
     text = code.upper().replace("-", "").replace(" ", "")
-    return text.translate(str.maketrans({"O": "0", "I": "1", "L": "1"}))
+    return text.translate(str.maketrans("OIL", "011"))
 
 
 def code_hash(code: str) -> str:

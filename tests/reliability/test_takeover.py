@@ -47,7 +47,7 @@ def test_a_forged_from_cannot_claim_a_players_address(pbm):
     others = [m for rcpts, m in pbm.sink.all() if victim not in rcpts]
     assert all(code not in pbm.text(m) for m in others)
     # guessing: five wrong codes end the request
-    for n in range(5):
+    for _ in range(5):
         text = pbm.flat(pbm.mail(victim, "pbm", "confirm AAAAA-AAAAA"))
         assert "REFUSED" in text and "not the code" in text
     text = pbm.flat(pbm.mail(victim, "pbm", f"confirm {code}"))
