@@ -240,18 +240,25 @@ def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None =
     return lines
 
 
+def _starts_with(line: str, head: str) -> bool:
+    """``head`` is ``line`` or its first words."""
+    return line == head or line.startswith(head + " ")
+
+
 def subject_command(subject: str, body_lines: Sequence[Line] = ()) -> Line | None:
     """The Subject as a candidate command line (number 0), or None.  A Subject
     that begins with a reply or forward prefix ("Re:", "AW:", "Fwd:" ...)
     answers or passes on a mail and is never a command; one that repeats a
-    line of the body (passwords aside, normalised) runs once."""
+    line of the body, or names the start of one ("confirm" above
+    "confirm 7KQ2M-XH4PD"; passwords aside, normalised), runs once, as the body
+    line."""
     if _SUBJECT_PREFIX.match(subject or ""):
         return None
     text = _clean(subject or "")
     if not text:
         return None
     bare = normalise(PASSWORD_RE.sub(" ", text))
-    if bare and any(normalise(PASSWORD_RE.sub(" ", line.text)) == bare for line in body_lines):
+    if bare and any(_starts_with(normalise(PASSWORD_RE.sub(" ", line.text)), bare) for line in body_lines):
         # only its $$password$$ (if any) still counts
         kept = " ".join(f"$${pw}$$" for pw in PASSWORD_RE.findall(text))
         return Line(0, kept) if kept else None
