@@ -253,13 +253,23 @@ def account():
 
 @account.command("add")
 @click.argument("handle")
-@click.argument("email")
+@click.argument("email", required=False)
+@click.option("--gm", is_flag=True, help="the game master's account, at PBM_GM_ADDRESS (never claimable by mail)")
 @click.password_option()
 @pass_env
-def account_add(env: Env, handle, email, password):
-    """Register HANDLE at EMAIL (e.g. the game master's account)."""
+def account_add(env: Env, handle, email, gm, password):
+    """Register HANDLE at EMAIL, no confirmation needed (with --gm: the GM's account at PBM_GM_ADDRESS)."""
     from pbm_server.commands.account import HANDLE_RE, MIN_PASSWORD
 
+    gm_address = env.settings.gm_address.lower()
+    if gm:
+        if not gm_address:
+            fail("--gm needs PBM_GM_ADDRESS: set it to the game master's address first", EX_USAGE)
+        if email and email.lower() != gm_address:
+            fail(f"--gm makes the account at PBM_GM_ADDRESS ({gm_address}), not at {email}", EX_USAGE)
+        email = gm_address
+    elif not email:
+        fail("give the account's address: pbm account add HANDLE EMAIL (or --gm for the game master)", EX_USAGE)
     if not HANDLE_RE.match(handle):
         fail(f"{handle!r} cannot be a handle")
     if len(password) < MIN_PASSWORD:

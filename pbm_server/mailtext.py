@@ -41,6 +41,8 @@ class IncomingMail:
     body: str  # the text a person wrote: plain part, or the HTML part as text
     html_only: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    #: every Authentication-Results header, topmost first (see senderauth.py)
+    auth_results: list[str] = field(default_factory=list)
 
 
 def _header(msg: EmailMessage, name: str) -> str:
@@ -131,6 +133,10 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         list_headers = []
     if list_headers:
         headers["list-*"] = ", ".join(list_headers)
+    try:
+        auth_results = [_CONTROL.sub(" ", str(v)) for v in msg.get_all("Authentication-Results", failobj=[])]
+    except Exception:
+        auth_results = []
     refs = (_header(msg, "References") + " " + _header(msg, "In-Reply-To")).split()
     message_id = _header(msg, "Message-ID") or None
     return IncomingMail(
@@ -141,6 +147,7 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         body=body,
         html_only=html_only,
         headers=headers,
+        auth_results=auth_results,
     )
 
 
@@ -233,18 +240,25 @@ def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None =
     return lines
 
 
+def _starts_with(line: str, head: str) -> bool:
+    """``head`` is ``line`` or its first words."""
+    return line == head or line.startswith(head + " ")
+
+
 def subject_command(subject: str, body_lines: Sequence[Line] = ()) -> Line | None:
     """The Subject as a candidate command line (number 0), or None.  A Subject
     that begins with a reply or forward prefix ("Re:", "AW:", "Fwd:" ...)
     answers or passes on a mail and is never a command; one that repeats a
-    line of the body (passwords aside, normalised) runs once."""
+    line of the body, or names the start of one ("confirm" above
+    "confirm 7KQ2M-XH4PD"; passwords aside, normalised), runs once, as the body
+    line."""
     if _SUBJECT_PREFIX.match(subject or ""):
         return None
     text = _clean(subject or "")
     if not text:
         return None
     bare = normalise(PASSWORD_RE.sub(" ", text))
-    if bare and any(normalise(PASSWORD_RE.sub(" ", line.text)) == bare for line in body_lines):
+    if bare and any(_starts_with(normalise(PASSWORD_RE.sub(" ", line.text)), bare) for line in body_lines):
         # only its $$password$$ (if any) still counts
         kept = " ".join(f"$${pw}$$" for pw in PASSWORD_RE.findall(text))
         return Line(0, kept) if kept else None

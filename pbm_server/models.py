@@ -176,6 +176,7 @@ class OutboundMail(Base):
     __table_args__ = (
         Index("ix_outbox_status_next", "status", "next_attempt_at"),
         Index("ix_outbox_to_created", "to_addr", "created_at"),
+        Index("ix_outbox_message_id", "message_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -229,6 +230,29 @@ class AuditEntry(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class Confirmation(Base):
+    """A request that must be confirmed from an address before it takes effect
+    (``register``: the account exists only after ``confirm CODE`` comes back from
+    that address).  Only a hash of the code is kept; the code itself was mailed
+    to ``email`` and nowhere else."""
+
+    __tablename__ = "confirmations"
+    __table_args__ = (Index("ix_confirmations_email", "email"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: register (later: email change, password reset)
+    purpose: Mapped[str] = mapped_column(String(16))
+    #: the lower-cased address that must send the code back
+    email: Mapped[str] = mapped_column(String(320))
+    handle: Mapped[str] = mapped_column(String(32))
+    #: the Argon2 hash of the password chosen at ``register``
+    password_hash: Mapped[str] = mapped_column(String(200))
+    #: SHA-256 (hex) of the normalised code
+    code_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    #: wrong codes sent from this address for this request
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
 class SchedulerFault(Base):
     """A scheduler step (tick, reminders, turn) that fails for a game: the
     GM is told once per error; the row goes when the step succeeds again."""

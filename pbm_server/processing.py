@@ -53,6 +53,7 @@ from pbm_server.outbound import enqueue, replies_sent_since
 from pbm_server.polling import Poller
 from pbm_server.replies import sent_mails
 from pbm_server.seeds import seed_hash
+from pbm_server.senderauth import unverified_reason
 from pbm_server.settings import Settings
 from pbm_server.shunts import ShuntNotices
 from pbm_server.throttle import OK, THROTTLED, CredentialGate
@@ -106,6 +107,8 @@ class Prepared:
     bad_password: bool = False
     #: the $$password$$ was not checked: too many failed attempts (throttle.py)
     throttled: bool = False
+    #: why the From address cannot be trusted (Authentication-Results); None: trusted or not checked
+    unverified: str | None = None
     secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -184,6 +187,8 @@ class Worker(Poller):
         prep.drop = automatic_reason(mail, envelope_from, self.settings.domain)
         if prep.drop:
             return prep
+        if self.settings.trusted_authserv_id:
+            prep.unverified = unverified_reason(mail.auth_results, self.settings.trusted_authserv_id, mail.from_addr)
         ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
         local = ours[0].split("@", 1)[0] if ours else "pbm"
         with self.db.read() as s:  # our mails this one answers: their lines are never commands
@@ -219,6 +224,10 @@ class Worker(Poller):
         # per mail, the first; an unregistered sender's is not checked at all
         # (the reply says there is no account)
         authenticated = False
+        if passwords and prep.unverified:
+            prep.notes.append(f"The sender of this mail could not be verified ({prep.unverified}), so its password "
+                              "was not checked and nothing that needs it was done.")
+            passwords = []
         if passwords:
             verdict = gate.check(account, passwords[0]) if account is not None else None
             authenticated = verdict == OK
@@ -293,6 +302,11 @@ class Worker(Poller):
         if cmd.credentials:
             userid, password = cmd.credentials
             prep.secrets.add(password)
+            if prep.unverified:
+                prep.secrets.add(userid)
+                if cmd.error is None:
+                    cmd.error = f"the sender of this mail could not be verified ({prep.unverified}); nothing was done"
+                return
             acc = account_by_handle(s, userid)
             verdict = gate.check(acc, password, handle=userid)
             if verdict == OK and acc is not None and acc.email == sender:

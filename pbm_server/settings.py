@@ -111,6 +111,10 @@ class Settings:
     relay: str = _setting("", "HOST:PORT of the outbound SMTP relay; empty: write to the Maildir", _optional_host_port)
     maildir: str = _setting("var/outbox", "where outgoing mail goes without a relay", _non_empty)
     gm_address: str = _setting("", "the address whose mails (with the GM password) run GM commands", _address)
+    trusted_authserv_id: str = _setting(
+        "", "authserv-id of the MTA whose Authentication-Results (RFC 8601) are trusted; a From failing "
+        "DMARC/SPF/DKIM alignment there is never authenticated; empty: off"
+    )
     max_message_bytes: int = _setting(1_048_576, "larger mails are refused with 552 (bytes)", _positive)
     reply_limit_per_hour: int = _setting(60, "replies to one address per hour before the server goes quiet", _positive)
     retry_base_seconds: float = _setting(30.0, "first delay before delivering a mail again; doubles each attempt", _positive)

@@ -280,11 +280,27 @@ class PbmServer:
         raise AssertionError(f"no reply to {mid} from {frm} within {timeout}s; serve.log:\n" + self.serve_log()[-3000:])
 
     def register(self, handle: str, password: str, email: str | None = None) -> str:
+        """An account as a player makes one: register, then confirm with the
+        code from the reply.  At the GM address: `pbm account add --gm`."""
         email = email or f"{handle}@example.org"
         self.secrets.add(password)
+        if email.lower() == self.gm_address.lower():
+            self.cli("account", "add", "--gm", handle, "--password", password)
+            return email
         reply = self.mail(email, "pbm", f"register {handle} {password}", subject="register")
-        assert "registered as" in self.text(reply), self.text(reply)
+        confirmed = self.confirm(email, reply)
+        assert "registered as" in self.text(confirmed), self.text(confirmed)
         return email
+
+    @classmethod
+    def code_in(cls, reply: EmailMessage) -> str:
+        """The confirmation code a register reply carries."""
+        found = re.search(r"^\s*confirm ([0-9A-Z]{5}-[0-9A-Z]{5})\s*$", cls.text(reply), re.M)
+        assert found, "no confirmation code in:\n" + cls.text(reply)
+        return found.group(1)
+
+    def confirm(self, email: str, reply: EmailMessage) -> EmailMessage:
+        return self.mail(email, "pbm", f"confirm {self.code_in(reply)}", subject="confirm")
 
     def inbox(self, addr: str) -> list[EmailMessage]:
         addr = addr.lower()

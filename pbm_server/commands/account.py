@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from games.base import Line, Result
+from games.base import Line, Result, Section
+from pbm_server import confirm
 from pbm_server.commands.registry import Audience, ServerContext, command
 from pbm_server.compose import MASK
 from pbm_server.lookup import account_by_email, account_by_handle
@@ -30,7 +31,8 @@ def _password_problem(password: str) -> str | None:
 
 
 @command("register", Audience.ANYONE,
-         ("register HANDLE PASSWORD", "bind HANDLE to this address (alias: signup)"), aliases=("signup",))
+         ("register HANDLE PASSWORD", "ask for HANDLE at this address (alias: signup); the reply holds a code"),
+         aliases=("signup",))
 def cmd_register(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     echo = " ".join(words[:2] + [MASK] * (len(words) > 2))
     if len(words) > 2:
@@ -43,14 +45,33 @@ def cmd_register(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     problem = _password_problem(password)
     if problem:
         return Result(line, False, problem, echo)
+    if ctx.settings.gm_address and ctx.sender == ctx.settings.gm_address.lower():
+        return Result(line, False, "the game master's account is made on the server's command line "
+                                   "(pbm account add --gm HANDLE), never by mail", echo)
     existing = account_by_email(ctx.session, ctx.sender)
     if existing is not None:
         return Result(line, False, f"this address is already registered as {existing.handle}; one account per address", echo)
     if account_by_handle(ctx.session, handle) is not None:
         return Result(line, False, f"the handle {handle} is taken; choose another", echo)
-    ctx.session.add(Account(handle=handle, handle_key=handle.lower(), email=ctx.sender, password_hash=hash_password(password), created_at=ctx.now))
-    ctx.audit.append(("register", f"{handle} <{ctx.sender}>"))
-    return Result(line, True, f"you are registered as {handle}. Put your password in game mails as $$password$$.", echo)
+    code = confirm.start(ctx.session, "register", ctx.sender, handle, hash_password(password), ctx.now)
+    ctx.sections.append(Section(title="Confirm your address", text=ctx.composer.render(
+        "server/confirm.txt", {"handle": handle, "code": code, "server": ctx.settings.server_address,
+                               "hours": int(confirm.LIFETIME.total_seconds() // 3600)}).text))
+    ctx.audit.append(("register requested", f"{handle} <{ctx.sender}>"))
+    return Result(line, True, "almost done: to prove this address is yours, send the code below back with 'confirm CODE'",
+                  echo)
+
+
+@command("confirm", Audience.ANYONE,
+         ("confirm CODE", "send that code back from this address: the account exists"))
+def cmd_confirm(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    if len(words) != 2:
+        return Result(line, False, "expected: confirm CODE (the code from the mail that answered your register, "
+                                   "e.g. confirm 7KQ2M-XH4PD)")
+    done = confirm.confirm(ctx.session, ctx.sender, words[1], ctx.now)
+    if done.ok and done.account is not None:
+        ctx.audit.append(("register", f"{done.account.handle} <{ctx.sender}>"))
+    return Result(line, done.ok, done.message)
 
 
 @command("password", Audience.ANYONE, ("password HANDLE OLD NEW", "change your password"))

@@ -48,7 +48,8 @@ def test_password_change(pbm):
 
 def test_subject_line_carries_a_command(pbm):
     reply = pbm.mail("dora@example.org", "pbm", "", subject="register dora explorer99")
-    assert "registered as dora" in pbm.flat(reply)
+    assert "almost done" in pbm.flat(reply)
+    assert "registered as dora" in pbm.flat(pbm.mail("dora@example.org", "pbm", "", subject=f"confirm {pbm.code_in(reply)}"))
     # the password in the Subject is not echoed in the reply's Subject either
     assert "explorer99" not in reply["Subject"]
 
@@ -96,4 +97,5 @@ def test_the_readme_first_mail_with_pbm_mail_send(pbm):
     assert "sent <" in out.stdout
     reply = pbm.wait_for("newbie@example.org", 1)[0]
     text = pbm.flat(reply)
-    assert "registered as newbie" in text and "register HANDLE PASSWORD" in text
+    assert "almost done" in text and "register HANDLE PASSWORD" in text
+    assert "registered as newbie" in pbm.flat(pbm.confirm("newbie@example.org", reply))

@@ -12,7 +12,7 @@ def test_the_same_mail_delivered_twice_is_handled_once(pbm):
     statuses = [r[0] for r in pbm.sql("SELECT status FROM inbox ORDER BY id")]
     assert statuses == ["done", "duplicate"]
     assert len(pbm.inbox("twice@example.org")) == 1
-    assert pbm.sql("SELECT count(*) FROM accounts")[0][0] == 1
+    assert pbm.sql("SELECT count(*) FROM confirmations")[0][0] == 1
 
 
 def test_mail_stored_by_a_killed_server_is_processed_once_after_restart(pbm_stopped):
@@ -29,7 +29,7 @@ def test_mail_stored_by_a_killed_server_is_processed_once_after_restart(pbm_stop
     pbm.settle()
     assert [m["In-Reply-To"] for m in pbm.inbox("kim@example.org")] == [mid]
     assert pbm.sql("SELECT status FROM inbox")[0][0] == "done"
-    assert pbm.sql("SELECT count(*) FROM accounts")[0][0] == 1
+    assert pbm.sql("SELECT count(*) FROM confirmations")[0][0] == 1
 
 
 def test_relay_down_then_back_delivers_once(pbm):
@@ -73,9 +73,9 @@ def test_a_mail_that_breaks_the_worker_is_shunted_and_the_gm_told(pbm_stopped):
     assert "could not be processed and was set aside" in pbm.flat(gm_mail)
     assert pbm.sql("SELECT status FROM inbox")[0][0] == "shunted"
     # the transaction was rolled back: no account was made
-    assert pbm.sql("SELECT count(*) FROM accounts")[0][0] == 0
+    assert pbm.sql("SELECT count(*) FROM confirmations")[0][0] == 0
     # the worker goes on
-    assert "registered as sue" in pbm.flat(pbm.mail("sue@example.org", "pbm", "register sue other-pass1"))
+    assert "almost done" in pbm.flat(pbm.mail("sue@example.org", "pbm", "register sue other-pass1"))
     status = pbm.cli("mail", "status").stdout
     assert "shunted 1" in status
 

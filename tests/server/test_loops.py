@@ -59,4 +59,4 @@ def test_a_player_proving_their_password_is_always_answered(pbm_stopped):
     for _ in range(5):
         pbm.send(email, "pbm", "games\n$$busy-player1$$")
     pbm.settle()
-    assert len(pbm.inbox(email)) == 6
+    assert len(pbm.inbox(email)) == 7  # the code, the confirmation, five answers

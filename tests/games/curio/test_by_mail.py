@@ -90,7 +90,7 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
     text = flat(pbm.text(reply))
     assert "accepted: board 101: alice (Light) vs bob (Dark), alice moves first" in text
     assert "you play Light" in text and "It is your move (move 1)." in text
-    bob_mail = pbm.wait_for(B, 2)[-1]
+    bob_mail = pbm.wait_for(B, 3)[-1]  # after the code and the confirmation
     assert "alice has challenged you to Curio on board 101; you play Dark." in flat(pbm.text(bob_mail))
     assert pbm.html(bob_mail) is not None and "<table" in pbm.html(bob_mail)
 
@@ -191,4 +191,4 @@ def test_show_and_showas_by_mail(pbm):
     assert "REFUSED" in text and PW["alice"] not in text
     text = flat(pbm.text(pbm.mail(A, "pbm", f"curio resign 101 alice {PW['alice']}")))
     assert "accepted: challenge declined on board 101" in text
-    assert "alice declined the challenge on board 101" in flat(pbm.text(pbm.wait_for(B, 3)[-1]))
+    assert "alice declined the challenge on board 101" in flat(pbm.text(pbm.wait_for(B, 4)[-1]))

@@ -1,0 +1,103 @@
+"""Proof that a sender controls an address: a one-time code mailed to it.
+
+``register HANDLE PASSWORD`` does not create the account.  It stores a
+:class:`~pbm_server.models.Confirmation` (the chosen handle, the password's
+Argon2 hash, a SHA-256 of a fresh code) and the reply, which goes to the address
+in From, carries the code.  Only ``confirm CODE`` sent back from that address
+creates the account.  A forged From therefore gets nothing: the code goes to
+the real owner of the address, who can ignore it.
+
+Codes have 50 bits from the operating system's CSPRNG (10 characters of an
+alphabet without look-alikes), expire after a day, and a request is dropped
+after five wrong codes.  The code is never stored, logged or shown anywhere but
+in the one reply to the address it proves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from pbm_server.models import Account, Confirmation
+
+#: Crockford's base 32: no I, L, O or U to misread
+ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+CODE_LENGTH = 10
+LIFETIME = timedelta(hours=24)
+MAX_ATTEMPTS = 5
+#: a sender can have this many open registrations at once (the newest wins)
+OPEN_PER_ADDRESS = 1
+
+
+def new_code() -> str:
+    raw = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+    return f"{raw[:5]}-{raw[5:]}"
+
+
+def normalise(code: str) -> str:
+    """What the player typed -> the code's canonical form (case, dashes, look-alikes)."""
+    text = code.upper().replace("-", "").replace(" ", "")
+    return text.translate(str.maketrans("OIL", "011"))
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(normalise(code).encode("ascii", "replace")).hexdigest()
+
+
+def start(session: Session, purpose: str, email: str, handle: str, password_hash: str, now: datetime) -> str:
+    """Open a request for ``email`` and return the code to mail to it (only to it)."""
+    session.execute(delete(Confirmation).where(Confirmation.email == email, Confirmation.purpose == purpose))
+    session.execute(delete(Confirmation).where(Confirmation.expires_at < now))
+    code = new_code()
+    session.add(
+        Confirmation(
+            purpose=purpose, email=email, handle=handle, password_hash=password_hash,
+            code_hash=code_hash(code), created_at=now, expires_at=now + LIFETIME, attempts=0,
+        )
+    )
+    return code
+
+
+@dataclass
+class Confirmed:
+    ok: bool
+    message: str
+    account: Account | None = None
+
+
+def confirm(session: Session, email: str, code: str, now: datetime) -> Confirmed:
+    """Carry out the open request of ``email`` if ``code`` is its code."""
+    pending = session.scalars(
+        select(Confirmation).where(Confirmation.email == email).order_by(Confirmation.id.desc())
+    ).first()
+    if pending is None or pending.expires_at < now:
+        if pending is not None:
+            session.delete(pending)
+        return Confirmed(False, "there is nothing to confirm for this address (a code expires after 24 hours): "
+                                "send 'register HANDLE PASSWORD' again")
+    if not secrets.compare_digest(pending.code_hash, code_hash(code)):
+        pending.attempts += 1
+        if pending.attempts >= MAX_ATTEMPTS:
+            session.delete(pending)
+            return Confirmed(False, "that is not the code, and that was the last try: send 'register HANDLE PASSWORD' again")
+        left = MAX_ATTEMPTS - pending.attempts
+        return Confirmed(False, f"that is not the code mailed to this address ({left} tries left); "
+                                "copy it from that mail, e.g. confirm 7KQ2M-XH4PD")
+    session.delete(pending)
+    if pending.purpose != "register":
+        return Confirmed(False, "this code is for something this server no longer does")
+    key = pending.handle.lower()
+    if session.scalar(select(Account).where(Account.handle_key == key)) is not None:
+        return Confirmed(False, f"the handle {pending.handle} was taken meanwhile; register again with another")
+    if session.scalar(select(Account).where(Account.email == email)) is not None:
+        return Confirmed(False, "this address is registered already; one account per address")
+    account = Account(handle=pending.handle, handle_key=key, email=email, password_hash=pending.password_hash,
+                      created_at=now)
+    session.add(account)
+    return Confirmed(True, f"you are registered as {pending.handle}. Put your password in game mails as $$password$$.",
+                     account)
