@@ -5,8 +5,9 @@ bidirectional controls taken out of free text.
 prototype from Unicode's confusables data, NFD again.  Two names with the same
 skeleton look alike (``bԁ`` with a Cyrillic komi de and ``bd``).  ``name_key``
 also folds case, so that the ASCII look-alikes a case-insensitive name can hold
-meet too: ``aIice`` (capital I), ``a1ice`` and ``ALICE`` share ``alice``'s key,
-``0`` meets ``O``, ``rn`` meets ``m``.
+meet too: ``aIice`` (capital I), ``a1ice`` and ``ALICE`` share ``alice``'s key
+(case-insensitively ``i`` is ``I``, which looks like ``l``), ``0`` meets ``O``,
+``rn`` meets ``m``.
 
 The data is the ``confusables.json`` of the ``confusable-homoglyphs`` package,
 generated from Unicode's confusables.txt.  It lists each ``source -> prototype``
@@ -87,7 +88,8 @@ def skeleton(name: str) -> str:
 def name_key(name: str) -> str:
     """The key under which names that look alike meet: the skeleton, case
     folded, and the skeleton of that (``aIice``, ``a1ice``, ``ALICE`` -> ``alice``'s)."""
-    key = skeleton(strip_bidi(name))
+    # upper case first: a case-insensitive 'i' is an 'I', and 'I' looks like 'l'
+    key = skeleton(skeleton(strip_bidi(name)).upper())
     for _ in range(3):
         folded = skeleton(key.casefold())
         if folded == key:
