@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from games import KINDS, get_rules
 from games.base import Actor, Context, GameError, Line
+from games.names import name_key
 from pbm_server import __version__, clock
 from pbm_server import settings as settings_mod
 from pbm_server.compose import Composer
@@ -23,7 +24,7 @@ from pbm_server.creation import create_game
 from pbm_server.db import Database
 from pbm_server.errors import DeskError
 from pbm_server.inbound import store_messages
-from pbm_server.lookup import account_by_handle, audit, find_game, player_count
+from pbm_server.lookup import account_by_handle, audit, find_game, lookalike_refusal, player_count
 from pbm_server.models import Account, Game, InboundMail, OutboundMail
 from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer
@@ -278,7 +279,11 @@ def account_add(env: Env, handle, email, gm, password):
     with env.db.write() as s:
         if account_by_handle(s, handle) or s.scalar(select(Account).where(Account.email == email.lower())):
             fail("that handle or address is registered already")
-        s.add(Account(handle=handle, handle_key=handle.lower(), email=email.lower(), password_hash=hash_password(password), created_at=now))
+        lookalike = lookalike_refusal(s, handle)
+        if lookalike:
+            fail(lookalike)
+        s.add(Account(handle=handle, handle_key=handle.lower(), handle_skeleton=name_key(handle), email=email.lower(),
+                      password_hash=hash_password(password), created_at=now))
         audit(s, now, "cli", "account add", f"{handle} <{email.lower()}>")
     click.echo(f"{handle} <{email.lower()}> registered")
 

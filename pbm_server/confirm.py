@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from games.names import name_key
 from pbm_server.models import Account, Confirmation
 
 #: Crockford's base 32: no I, L, O or U to misread
@@ -94,9 +95,15 @@ def confirm(session: Session, email: str, code: str, now: datetime) -> Confirmed
     key = pending.handle.lower()
     if session.scalar(select(Account).where(Account.handle_key == key)) is not None:
         return Confirmed(False, f"the handle {pending.handle} was taken meanwhile; register again with another")
+    skel = name_key(pending.handle)
+    like = session.scalars(select(Account).where(Account.handle_skeleton == skel, Account.handle_key != key)).first()
+    if like is not None:
+        return Confirmed(False, f"{pending.handle!r} looks like the handle {like.handle!r}, registered meanwhile; "
+                                "register again with another")
     if session.scalar(select(Account).where(Account.email == email)) is not None:
         return Confirmed(False, "this address is registered already; one account per address")
-    account = Account(handle=pending.handle, handle_key=key, email=email, password_hash=pending.password_hash,
+    account = Account(handle=pending.handle, handle_key=key, handle_skeleton=skel, email=email,
+                      password_hash=pending.password_hash,
                       created_at=now)
     session.add(account)
     return Confirmed(True, f"you are registered as {pending.handle}. Put your password in game mails as $$password$$.",

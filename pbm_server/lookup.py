@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
+from games.names import name_key
 from pbm_server.models import Account, AuditEntry, Game, Membership
 
 
@@ -25,6 +26,22 @@ def find_game(session: Session, name: str) -> Game | None:
 
 def account_by_handle(session: Session, handle: str) -> Account | None:
     return session.scalar(select(Account).where(Account.handle_key == handle.lower()))
+
+
+def account_like(session: Session, handle: str) -> Account | None:
+    """Another account whose handle looks like ``handle`` (the same
+    confusable skeleton, a different handle): ``aIice`` beside ``alice``."""
+    return session.scalars(
+        select(Account).where(Account.handle_skeleton == name_key(handle), Account.handle_key != handle.lower())
+    ).first()
+
+
+def lookalike_refusal(session: Session, handle: str) -> str | None:
+    """Why ``handle`` cannot be chosen because it looks like an existing one, or None."""
+    other = account_like(session, handle)
+    if other is None:
+        return None
+    return f"{handle!r} looks like the existing handle {other.handle!r}; choose another"
 
 
 def account_by_email(session: Session, email: str) -> Account | None:

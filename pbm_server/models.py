@@ -52,6 +52,8 @@ class Account(Base):
     handle: Mapped[str] = mapped_column(String(32))
     #: lower-cased handle: handles are unique without regard to case
     handle_key: Mapped[str] = mapped_column(String(32), unique=True)
+    #: games.names.name_key(handle): handles that look alike (aIice, alice) share it
+    handle_skeleton: Mapped[str] = mapped_column(String(128), index=True)
     #: lower-cased address the account is bound to
     email: Mapped[str] = mapped_column(String(320), unique=True)
     password_hash: Mapped[str] = mapped_column(String(200))

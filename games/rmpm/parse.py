@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from games.base import Command, Line
+from games.names import strip_bidi
 from games.rmpm.board import DIR_NAMES, PARKING, direction, field_of, fmt, on_board_, parse_field
 from games.rmpm.model import CARDS
 
@@ -149,7 +150,8 @@ def _parse_join(line: Line, text: str) -> Command:
         fields.append(f)
     if fields[0] == fields[1]:
         return Command(line=line, name="join", error=f"your two chips need two different start fields; {usage}")
-    alias = (m.group(4) or "").strip()
+    # a right-to-left override would turn the alias around in every report
+    alias = " ".join(strip_bidi(m.group(4) or "").split())
     if not alias:
         return Command(line=line, name="join", error=f"the alias is missing; {usage}")
     if len(alias) > 30:

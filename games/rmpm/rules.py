@@ -24,6 +24,7 @@ from games.base import (
     Section,
     State,
 )
+from games.names import looks_alike
 from games.rmpm import parse
 from games.rmpm.board import Board, field_of, fmt, parse_board_file
 from games.rmpm.engine import FIELD_PRICE, parse_held, placement_refusal, run_slot, validate_orders, weekly_update
@@ -212,6 +213,14 @@ class RmpmRules(Rules[RmpmMail]):
         if other and other.handle != handle:
             raise Refused(f"the abbreviation {abbr!r} is taken by {other.alias}; choose another 2 letters "
                           f"or digits")
+        for p in game.players.values():
+            if p.handle == handle or not p.abbr:
+                continue
+            if looks_alike(p.abbr, abbr):
+                raise Refused(f"{abbr!r} looks like the existing abbreviation {p.abbr!r} of {p.alias}; "
+                              "choose another 2 letters or digits")
+            if p.alias and looks_alike(p.alias, alias):
+                raise Refused(f"{alias!r} looks like the existing alias {p.alias!r}; choose another")
         probe = me or Player(handle=handle, number=0, abbr=abbr, alias=alias, chips=None)
         why = placement_refusal(game, probe, fields)
         if why:

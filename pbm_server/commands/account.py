@@ -10,7 +10,7 @@ from games.base import Line, Result, Section
 from pbm_server import confirm
 from pbm_server.commands.registry import Audience, ServerContext, command
 from pbm_server.compose import MASK
-from pbm_server.lookup import account_by_email, account_by_handle
+from pbm_server.lookup import account_by_email, account_by_handle, lookalike_refusal
 from pbm_server.models import Account
 from pbm_server.passwords import hash_password, verify_password
 
@@ -53,6 +53,9 @@ def cmd_register(ctx: ServerContext, line: Line, words: list[str]) -> Result:
         return Result(line, False, f"this address is already registered as {existing.handle}; one account per address", echo)
     if account_by_handle(ctx.session, handle) is not None:
         return Result(line, False, f"the handle {handle} is taken; choose another", echo)
+    lookalike = lookalike_refusal(ctx.session, handle)
+    if lookalike:
+        return Result(line, False, lookalike, echo)
     code = confirm.start(ctx.session, "register", ctx.sender, handle, hash_password(password), ctx.now)
     ctx.sections.append(Section(title="Confirm your address", text=ctx.composer.render(
         "server/confirm.txt", {"handle": handle, "code": code, "server": ctx.settings.server_address,
