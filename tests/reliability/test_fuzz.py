@@ -169,7 +169,7 @@ def test_fuzzed_mails_through_the_server(pbm):
     for kind in KINDS:
         if kind != "curio":
             pbm.new_game(kind, kind)
-    pbm.mail("alice@example.org", "pbm", "curio challenge alice alice")
+    pbm.mail("alice@example.org", "pbm", "curio challenge alice alice $$secret-1$$")
     pbm.settle()
     first = pbm.sql("SELECT coalesce(max(id), 0) FROM inbox")[0][0]
     accepted = 0
