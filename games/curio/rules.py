@@ -434,7 +434,8 @@ class CurioRules(Rules[CurioMail]):
         return "\n".join([
             textwrap.fill(self.summary, 76), "",
             "Commands (to pbm@ or this game's address):",
-            *("  " + u.split(", e.g.")[0] for u in USAGE.values()), "",
+            *("  " + u.split(", e.g.")[0] for u in USAGE.values()),
+            "A challenge needs your $$password$$ in the mail (it mails the other player).", "",
             textwrap.fill(options, 76), "",
             "Example: curio move 101 alice PASSWORD d2-d4#1 (the #1 is the move number,",
             "so a mail that arrives twice is not played twice).",
