@@ -153,19 +153,31 @@ class Composer:
                 kept.append((title, body, html))
                 size += grown
             notes[-1] = self._cut_note(len(sections) - len(kept))
-            sections = kept
             text = self._render("server/reply.txt", data)
+            while kept and len(text.encode()) > max_bytes:  # the estimate above was short
+                kept.pop()
+                notes[-1] = self._cut_note(len(sections) - len(kept))
+                text = self._render("server/reply.txt", data)
+            sections = kept
         if max_bytes is not None and len(text.encode()) > max_bytes and reply.results:
             # the answers to the lines alone are too long (hundreds of unknown lines)
             results = list(reply.results)
-            while results and len(text.encode()) > max_bytes:
-                over = len(text.encode()) - max_bytes
-                drop = max(1, min(len(results), over // 80 + 1))
-                results = results[:-drop]
-                data["results"] = results
-                data["notes"] = notes + [f"The answers to lines after {results[-1].line.where if results else 'the first'} "
-                                         f"were cut: the reply was too long for a mail without a password."]
-                text = self._render("server/reply.txt", data)
+
+            def cut_at(k: int) -> str:
+                which = f"the lines after {results[k - 1].line.where}" if k else "your lines"
+                data["results"] = results[:k]
+                data["notes"] = notes + [f"The answers to {which} were cut: the reply was too long "
+                                         "for a mail without a password."]
+                return self._render("server/reply.txt", data)
+
+            low, high = 0, len(results) - 1  # the most answers that fit: in [low, high]
+            while low < high:
+                mid = (low + high + 1) // 2
+                if len(cut_at(mid).encode()) <= max_bytes:
+                    low = mid
+                else:
+                    high = mid - 1
+            text = cut_at(low)
         html = None
         if any(h for _, _, h in sections):
             html = self._render("server/reply.html", data)

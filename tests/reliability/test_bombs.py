@@ -65,6 +65,10 @@ def test_a_reply_to_a_sender_without_a_password_is_bounded(pbm_stopped):
     assert len(text.encode()) < 6000 + 1000  # the greeting and signature come on top
     assert "the rest was cut" in " ".join(text.split())
     assert "put your $$password$$ in the mail" in " ".join(text.split())
+    # the answers to the lines alone (each unknown line gets the list of commands) are cut, too
+    text = pbm.text(pbm.mail("stranger@example.net", "pbm", "\n".join(f"frobnicate {i}" for i in range(100))))
+    assert len(text.encode()) < 6000 + 1000
+    assert "were cut: the reply was too long for a mail without a password" in " ".join(text.split())
     # a sender who proves a password gets it all
     full = pbm.text(pbm.mail(alice, "pbm", ask + f"\n$${ALICE_PW}$$"))
     assert "the rest was cut" not in " ".join(full.split())
