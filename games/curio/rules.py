@@ -362,9 +362,8 @@ class CurioRules(Rules[CurioMail]):
     def handle_subscribe(self, mail: CurioMail, cmd: Command) -> str:
         game, ctx = mail.game, mail.ctx
         board = self._board(game, cmd.args["board"])
-        handle = ctx.actor.handle if ctx.actor else None
-        if not handle:
-            raise Refused(REGISTER_FIRST)
+        # it mails the subscriber after every move: not on a From alone
+        handle = sender_handle(ctx, need_password=True)
         if board.side_of(handle):
             raise Refused(f"you are playing on board {board.number}: you get every move already")
         if any(same_handle(handle, h) for h in board.subscribers):

@@ -94,7 +94,7 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
     assert "alice has challenged you to Curio on board 101; you play Dark." in flat(pbm.text(bob_mail))
     assert pbm.html(bob_mail) is not None and "<table" in pbm.html(bob_mail)
 
-    reply = pbm.mail(C, "pbm", "curio subscribe 101")
+    reply = pbm.mail(C, "pbm", f"curio subscribe 101 $${PW['carol']}$$")
     assert "you will get every move on board 101 (observer's view)" in flat(pbm.text(reply))
 
     # a move the rules do not allow: refused with the reason, the board from alice's side

@@ -292,7 +292,7 @@ def test_the_capture_headline_and_mails_of_a_capture():
 
 def test_a_whole_game_ends_with_a_winner_and_closes_the_board():
     t = started()
-    t.send("carol", "curio subscribe 101")
+    t.send("carol", "curio subscribe 101", authenticated=True)
     moves = t.play_until(lambda b: not b.active, limit=400)
     board = t.board()
     assert board.status == "finished"
@@ -433,10 +433,10 @@ def test_showas_shows_the_players_own_side():
 
 def test_subscribers_get_the_observer_view_after_every_move():
     t = started()
-    out = t.send("carol", "curio subscribe 101")
+    out = t.send("carol", "curio subscribe 101", authenticated=True)
     assert out.results[0].message == "accepted: you will get every move on board 101 (observer's view)"
-    assert t.send("carol", "curio subscribe 101").results[0].message == "you already follow board 101"
-    assert t.send("alice", "curio subscribe 101").results[0].message.startswith("you are playing on board 101")
+    assert t.send("carol", "curio subscribe 101", authenticated=True).results[0].message == "you already follow board 101"
+    assert t.send("alice", "curio subscribe 101", authenticated=True).results[0].message.startswith("you are playing on board 101")
     assert t.send(None, "curio subscribe 101").results[0].message.startswith("this address has no account")
     out = t.move("alice", first_quiet_move(t).plain)
     by = {n.to[0]: n for n in out.notices}
@@ -473,7 +473,7 @@ def test_several_commands_in_one_mail_give_one_result_each_and_one_board_per_rec
 
 def test_no_password_appears_in_anything_the_server_sends():
     t = started()
-    t.send("carol", "curio subscribe 101")
+    t.send("carol", "curio subscribe 101", authenticated=True)
     lines = [f"curio move 101 alice {PASSWORDS['alice']} {first_quiet_move(t).plain}#1",
              f"curio move 101 alice {PASSWORDS['alice']} z9-z10",
              f"curio move alice {PASSWORDS['alice']} a2-a3",
@@ -533,7 +533,7 @@ def test_the_templates_draw_the_same_board_in_text_and_html():
 
     env = make_environment()
     t = started()
-    t.send("carol", "curio subscribe 101")
+    t.send("carol", "curio subscribe 101", authenticated=True)
     t.play_until(lambda b: any(p.revealed for p in b.position.pieces.values()))
     board = t.board()
     mover = board.handle(DARK if board.position.to_move == LIGHT else LIGHT)
