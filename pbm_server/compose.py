@@ -121,20 +121,72 @@ class Composer:
             return section.title, r.text, r.html
         return section.title, section.text, None
 
-    def reply(self, reply: Reply) -> Rendered:
-        sections = [self.section(s, reply.kind) for s in reply.sections]
+    def reply(self, reply: Reply, max_bytes: int | None = None) -> Rendered:
+        """The reply's body.  A section repeated word for word (ten `help rmpm`
+        lines) is shown once.  ``max_bytes``: the most text the reply may have
+        (a reply to a mail that proved no password); the sections that would
+        go beyond it are cut, and the reply says so."""
+        sections: list[tuple[str, str, str | None]] = []
+        for section in reply.sections:
+            rendered = self.section(section, reply.kind)
+            if rendered not in sections:
+                sections.append(rendered)
+        notes = list(reply.notes)
         data = {
             "results": reply.results,
-            "notes": reply.notes,
+            "notes": notes,
             "orders": reply.orders,
             "order_title": reply.order_title,
             "sections": sections,
         }
         text = self._render("server/reply.txt", data)
+        if max_bytes is not None and len(text.encode()) > max_bytes and sections:
+            cut = self._cut_note(len(sections))
+            notes.append(cut)
+            kept: list[tuple[str, str, str | None]] = []
+            data["sections"] = kept
+            size = len(self._render("server/reply.txt", data).encode())
+            for title, body, html in sections:
+                grown = len(title.encode()) * 2 + len(body.encode()) + 8
+                if size + grown > max_bytes:
+                    break
+                kept.append((title, body, html))
+                size += grown
+            notes[-1] = self._cut_note(len(sections) - len(kept))
+            text = self._render("server/reply.txt", data)
+            while kept and len(text.encode()) > max_bytes:  # the estimate above was short
+                kept.pop()
+                notes[-1] = self._cut_note(len(sections) - len(kept))
+                text = self._render("server/reply.txt", data)
+            sections = kept
+        if max_bytes is not None and len(text.encode()) > max_bytes and reply.results:
+            # the answers to the lines alone are too long (hundreds of unknown lines)
+            results = list(reply.results)
+
+            def cut_at(k: int) -> str:
+                which = f"the lines after {results[k - 1].line.where}" if k else "your lines"
+                data["results"] = results[:k]
+                data["notes"] = notes + [f"The answers to {which} were cut: the reply was too long "
+                                         "for a mail without a password."]
+                return self._render("server/reply.txt", data)
+
+            low, high = 0, len(results) - 1  # the most answers that fit: in [low, high]
+            while low < high:
+                mid = (low + high + 1) // 2
+                if len(cut_at(mid).encode()) <= max_bytes:
+                    low = mid
+                else:
+                    high = mid - 1
+            text = cut_at(low)
         html = None
         if any(h for _, _, h in sections):
             html = self._render("server/reply.html", data)
         return Rendered(text, html)
+
+    @staticmethod
+    def _cut_note(n: int) -> str:
+        return (f"This reply was too long for a mail without a password: the rest was cut ({n} section"
+                f"{'s' if n != 1 else ''} not shown). Mail one `help KIND` at a time, or put your $$password$$ in the mail.")
 
     # -- messages ---------------------------------------------------------------
     def message(

@@ -19,6 +19,26 @@ from pbm_server.models import Account, Game
 from pbm_server.outbound import enqueue
 
 
+class NoticeBudget:
+    """How many mails to other players one mail may still cause
+    (``PBM_MAX_NOTICES_PER_MAIL``).  A notice is started only while some budget
+    is left, and then goes to all its recipients (an event of a big game is
+    never told to only some of its players); the notices not started are
+    counted in ``withheld`` (one per recipient) for the sender's reply."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+        self.withheld = 0
+
+    def note(self) -> str | None:
+        if not self.withheld:
+            return None
+        n = self.withheld
+        return (f"{n} more mail{'s' if n != 1 else ''} to other players {'were' if n != 1 else 'was'} not sent: "
+                f"at most {self.limit} per mail.")
+
+
 class Mailer:
     """Turns Notices into outbox rows (one per recipient)."""
 
@@ -51,15 +71,21 @@ class Mailer:
         footer: str | Callable[[Account], str] = "",
         secrets_: AbstractSet[str] = frozenset(),
         skip: AbstractSet[str] = frozenset(),
+        budget: NoticeBudget | None = None,
     ) -> list[tuple[Account, Rendered, str]]:
         """``footer``: text added to every mail, or a function of the
         recipient's account giving it (e.g. the deadline in their time zone).
+        ``budget``: the mail's NoticeBudget, if its notices are limited.
         Returns (account, body without a per-recipient footer, kind)."""
         sent = []
         for notice in notices:
-            for acc in self.recipients(session, rules, game.state, notice.to):
-                if acc.handle_key in skip:
+            recipients = [acc for acc in self.recipients(session, rules, game.state, notice.to) if acc.handle_key not in skip]
+            if budget is not None:
+                if budget.used >= budget.limit:
+                    budget.withheld += len(recipients)
                     continue
+                budget.used += len(recipients)
+            for acc in recipients:
                 data = dict(notice.data)
                 if notice.template:
                     data.setdefault("viewer", acc.handle)

@@ -64,11 +64,25 @@ def enqueue(
     return row
 
 
+#: outbox kind of a reply to a mail that proved no password (PBM_UNAUTHENTICATED_REPLIES_PER_HOUR)
+UNPROVEN_REPLY = "reply-unproven"
+
+
 def replies_sent_since(session: Session, to_addr: str, since: datetime) -> int:
     return session.scalar(
         select(func.count())
         .select_from(OutboundMail)
-        .where(OutboundMail.to_addr == to_addr, OutboundMail.kind == "reply", OutboundMail.created_at >= since)
+        .where(OutboundMail.to_addr == to_addr, OutboundMail.kind.in_(("reply", UNPROVEN_REPLY)),
+               OutboundMail.created_at >= since)
+    ) or 0
+
+
+def unproven_replies_since(session: Session, since: datetime) -> int:
+    """Replies to mails that proved no password, to anyone, since ``since``."""
+    return session.scalar(
+        select(func.count())
+        .select_from(OutboundMail)
+        .where(OutboundMail.kind == UNPROVEN_REPLY, OutboundMail.created_at >= since)
     ) or 0
 
 

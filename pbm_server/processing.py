@@ -46,10 +46,10 @@ from pbm_server.mailtext import (
     split_passwords,
     subject_command,
 )
-from pbm_server.models import Account, Game, InboundMail, Order
+from pbm_server.models import Account, Game, InboundMail, Order, OutboundMail
 from pbm_server.moves import apply_commands
-from pbm_server.notices import Mailer, tell_gm
-from pbm_server.outbound import enqueue, replies_sent_since
+from pbm_server.notices import Mailer, NoticeBudget, tell_gm
+from pbm_server.outbound import UNPROVEN_REPLY, enqueue, replies_sent_since, unproven_replies_since
 from pbm_server.polling import Poller
 from pbm_server.replies import sent_mails
 from pbm_server.seeds import seed_hash
@@ -59,6 +59,9 @@ from pbm_server.shunts import ShuntNotices
 from pbm_server.throttle import OK, THROTTLED, CredentialGate
 
 log = logging.getLogger(__name__)
+
+#: outbox kind of the GM's notice that the server stopped answering unproven mail
+GM_QUIET = "gm-quiet"
 
 def prefixed_kinds() -> list[str]:
     """Kinds whose lines may also be sent to pbm@DOMAIN, starting with the
@@ -421,7 +424,14 @@ class Worker(Poller):
             if held is not None or handle in outcome.orders:
                 reply.orders = list(outcome.orders.get(handle, held.lines if held else []))
                 reply.order_title = f"The orders the server now holds for you for {rules.turn_name} {game.turn}"
-        self.mailer.send_notices(s, game, rules, outcome.notices, now, inbound_id=row.id, secrets_=prep.secrets)
+        # a mail makes at most PBM_MAX_NOTICES_PER_MAIL mails for others (the GM's: no limit)
+        budget = None if prep.actor.is_gm else NoticeBudget(self.settings.max_notices_per_mail)
+        self.mailer.send_notices(s, game, rules, outcome.notices, now, inbound_id=row.id, secrets_=prep.secrets,
+                                 budget=budget)
+        withheld = budget.note() if budget is not None else None
+        if withheld:
+            reply.notes.append(withheld)
+            row.note = withheld
         return game.name
 
     def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime) -> None:
@@ -435,6 +445,17 @@ class Worker(Poller):
         if count >= limit and not proven:
             row.note = f"not answered: {count} replies to {mail.from_addr} in the last hour (limit {limit})"
             return
+        if not proven:
+            # a budget for all unproven senders together: robots answering from a
+            # new address each time get past the per-address limit
+            everyone = unproven_replies_since(s, since)
+            budget = self.settings.unauthenticated_replies_per_hour
+            if everyone >= budget:
+                row.note = ((row.note + "; ") if row.note else "") + (
+                    f"not answered: {everyone} replies to mails without a password in the last hour "
+                    f"(PBM_UNAUTHENTICATED_REPLIES_PER_HOUR {budget})")
+                self._tell_gm_quiet(s, now, budget)
+                return
         if count == limit - 1 and not proven:
             reply.notes.append(
                 f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
@@ -448,14 +469,27 @@ class Worker(Poller):
             to_name=handle,
             from_local=reply_from,
             subject=subject,
-            body=self.composer.reply(reply),
+            body=self.composer.reply(reply, max_bytes=None if proven else self.settings.max_unauthenticated_reply_bytes),
             auto="auto-replied",
             now=now,
             in_reply_to=clean_msgid(mail.message_id),
             references=clean_msgids(mail.references),
             secrets=prep.secrets,
         )
-        enqueue(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply", now=now, inbound_id=row.id, game_id=row.game_id)
+        enqueue(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply" if proven else UNPROVEN_REPLY,
+                now=now, inbound_id=row.id, game_id=row.game_id)
+
+    def _tell_gm_quiet(self, s: Session, now: datetime, budget: int) -> None:
+        """The GM hears once an hour that mails without a password go unanswered."""
+        if s.scalar(select(OutboundMail.id).where(OutboundMail.kind == GM_QUIET,
+                                                  OutboundMail.created_at >= now - timedelta(hours=1)).limit(1)):
+            return
+        self.tell_gm(s, f"The server has stopped answering mails without a password: {budget} replies to such "
+                     "mails within an hour (PBM_UNAUTHENTICATED_REPLIES_PER_HOUR).",
+                     [("what", "such mails are still processed; they get no reply until the hour is over"),
+                      ("see", "pbm mail status; the inbox note of each mail says it was not answered"),
+                      ("next notice", "at most one such mail per hour")],
+                     now, kind=GM_QUIET)
 
     # -- shunt -------------------------------------------------------------------
     def shunt(self, inbox_id: int, exc: Exception) -> bool:

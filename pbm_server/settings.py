@@ -117,6 +117,17 @@ class Settings:
     )
     max_message_bytes: int = _setting(1_048_576, "larger mails are refused with 552 (bytes)", _positive)
     reply_limit_per_hour: int = _setting(60, "replies to one address per hour before the server goes quiet", _positive)
+    unauthenticated_replies_per_hour: int = _setting(
+        600, "replies per hour, to all senders together, to mails that proved no password; beyond: processed, "
+        "not answered, the GM told once an hour", _positive
+    )
+    max_unauthenticated_reply_bytes: int = _setting(
+        65_536, "text of a reply to a mail that proved no password, at most (bytes); later sections are cut", _positive
+    )
+    max_notices_per_mail: int = _setting(
+        20, "mails to other players one mail may cause (a notice to many players is never split); "
+        "the rest are not sent; the GM's mail is exempt", _positive
+    )
     retry_base_seconds: float = _setting(30.0, "first delay before delivering a mail again; doubles each attempt", _positive)
     retry_max_seconds: float = _setting(1800.0, "the longest delay between two delivery attempts", _positive)
     retry_period_seconds: float = _setting(

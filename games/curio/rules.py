@@ -22,6 +22,7 @@ from games.base import (
     Section,
     State,
     choice,
+    sender_handle,
 )
 from games.curio import parse
 from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
@@ -43,6 +44,8 @@ from games.curio.state import dump, load, validated
 from games.curio.view import board_data, board_text
 
 REGISTER_FIRST = NOT_REGISTERED
+#: new boards one mail may start: each one mails the other player
+MAX_CHALLENGES_PER_MAIL = 5
 
 
 def _bool(text: str) -> bool:
@@ -62,6 +65,8 @@ class CurioMail(Mail):
     game: CurioState
     sections: dict[tuple[int, str | None], list[str]] = field(default_factory=dict)
     notices: dict[tuple[str, int], tuple[str | None, list[str], str]] = field(default_factory=dict)
+    #: boards started by this mail (at most MAX_CHALLENGES_PER_MAIL)
+    challenges: int = 0
 
     def reply(self, board: Board, side: str | None, headline: str = "") -> None:
         lines = self.sections.setdefault((board.number, side), [])
@@ -185,8 +190,13 @@ class CurioRules(Rules[CurioMail]):
     def handle_challenge(self, mail: CurioMail, cmd: Command) -> str:
         game, ctx, out = mail.game, mail.ctx, mail.outcome
         actor = ctx.actor
-        if actor is None or not actor.handle:
-            raise Refused(REGISTER_FIRST)
+        # a challenge mails someone else and starts a board for them: never on a
+        # From alone, which anyone can write (docs/security.md, "Mail bombs")
+        sender_handle(ctx, need_password=True)
+        assert actor is not None
+        if mail.challenges >= MAX_CHALLENGES_PER_MAIL:
+            raise Refused(f"at most {MAX_CHALLENGES_PER_MAIL} new boards per mail: send the other "
+                          f"challenges in a later mail")
         players = []
         for name in cmd.args["players"]:
             known = next((h for h in ctx.emails if h.casefold() == name.casefold()), None)
@@ -219,6 +229,7 @@ class CurioRules(Rules[CurioMail]):
                       position=start, started=ctx.now.isoformat())
         game.boards[number] = board
         game.next_board = number + 1
+        mail.challenges += 1
         head = f"Board {number} started: {light} (Light, moves first) vs {dark} (Dark)."
         sender_side = board.side_of(actor.handle)
         mail.reply(board, sender_side, head)
@@ -351,9 +362,8 @@ class CurioRules(Rules[CurioMail]):
     def handle_subscribe(self, mail: CurioMail, cmd: Command) -> str:
         game, ctx = mail.game, mail.ctx
         board = self._board(game, cmd.args["board"])
-        handle = ctx.actor.handle if ctx.actor else None
-        if not handle:
-            raise Refused(REGISTER_FIRST)
+        # it mails the subscriber after every move: not on a From alone
+        handle = sender_handle(ctx, need_password=True)
         if board.side_of(handle):
             raise Refused(f"you are playing on board {board.number}: you get every move already")
         if any(same_handle(handle, h) for h in board.subscribers):
@@ -423,7 +433,8 @@ class CurioRules(Rules[CurioMail]):
         return "\n".join([
             textwrap.fill(self.summary, 76), "",
             "Commands (to pbm@ or this game's address):",
-            *("  " + u.split(", e.g.")[0] for u in USAGE.values()), "",
+            *("  " + u.split(", e.g.")[0] for u in USAGE.values()),
+            "A challenge needs your $$password$$ in the mail (it mails the other player).", "",
             textwrap.fill(options, 76), "",
             "Example: curio move 101 alice PASSWORD d2-d4#1 (the #1 is the move number,",
             "so a mail that arrives twice is not played twice).",

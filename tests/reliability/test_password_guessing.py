@@ -101,7 +101,7 @@ def test_failed_checks_are_throttled_per_sender(pbm_stopped):
     for n in names:
         pbm.register(n, f"{n}-secret-77")
     mallory = pbm.register("mallory", MALLORY_PW)
-    pbm.mail("bob@example.org", "pbm", "curio challenge bob carol")
+    pbm.mail("bob@example.org", "pbm", "curio challenge bob carol $$bob-secret-77$$")
     before = state(pbm, "curio")
     # one guess at each of five accounts, all from mallory's address
     for n in names:
@@ -126,7 +126,7 @@ def test_a_right_guess_from_another_address_looks_like_a_wrong_one(pbm_stopped):
     alice = pbm.register("alice", ALICE_PW)
     pbm.register("bob", "bob-secret-77")
     mallory = pbm.register("mallory", MALLORY_PW)
-    pbm.mail(alice, "pbm", "curio challenge alice bob")
+    pbm.mail(alice, "pbm", f"curio challenge alice bob $${ALICE_PW}$$")
     guesses = ["guess-aaaa1", "guess-bbbb2", ALICE_PW, "guess-cccc3", "guess-dddd4"]
     for guess in guesses:
         reply = pbm.flat(pbm.mail(mallory, "pbm", f"curio resign 101 alice {guess}"))

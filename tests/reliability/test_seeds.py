@@ -16,7 +16,7 @@ def test_curio_board_seeds_come_from_fresh_os_randomness(pbm):
     pbm.register("alice", "alice-secret-1")
     pbm.register("bob", "bob-secret-22")
     for _ in range(3):
-        assert "started" in pbm.flat(pbm.mail("alice@example.org", "pbm", "curio challenge alice bob"))
+        assert "started" in pbm.flat(pbm.mail("alice@example.org", "pbm", "curio challenge alice bob $$alice-secret-1$$"))
     seed_hex, rng_state = pbm.sql("SELECT turn_seed, rng_state FROM games WHERE name = 'curio'")[0]
     boards = pbm.state("curio")["boards"]
     seeds = [boards[k]["seed"] for k in sorted(boards, key=int)]

@@ -59,7 +59,7 @@ def test_inline_credentials_from_another_address(pbm):
     alice = pbm.register("alice", ALICE_PW)
     pbm.register("bob", "bob-secret-3")
     mallory = pbm.register("mallory", MALLORY_PW)
-    pbm.mail(alice, "pbm", "curio challenge alice bob")
+    pbm.mail(alice, "pbm", f"curio challenge alice bob $${ALICE_PW}$$")
     before = state(pbm, "curio")
     # pbmserv-style "userid password" inline, right password, wrong sender
     text = flat(pbm.text(pbm.mail(mallory, "pbm", f"curio resign 101 alice {ALICE_PW}")))

@@ -4,7 +4,7 @@
 def test_reply_is_auto_replied_and_a_notice_to_another_player_auto_generated(pbm):
     alice = pbm.register("alice", "alice-pass1")
     bob = pbm.register("bob", "bob-pass22")
-    mid = pbm.send(alice, "pbm", "curio challenge alice bob")
+    mid = pbm.send(alice, "pbm", "curio challenge alice bob $$alice-pass1$$")
     reply = pbm.wait_for(alice, 3)[-1]  # the code, the confirmation, then this reply
     assert reply["In-Reply-To"] == mid and reply["Auto-Submitted"] == "auto-replied"
     notice = pbm.wait_for(bob, 3)[-1]  # the code, the confirmation, then the challenge

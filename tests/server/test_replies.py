@@ -177,7 +177,7 @@ def test_flowed_curio_challenge_keeps_its_continuation_and_password(pbm):
     ).encode()
     with smtplib.SMTP("127.0.0.1", pbm.port) as smtp:
         smtp.sendmail("alice@example.org", ["pbm@pbm.test"], raw)
-    answer = pbm.flat(pbm.wait_for(addr("alice"), 3)[-1])  # after the code and the confirmation
+    answer = pbm.flat(pbm.wait_for(addr("alice"), 3)[-1])  # the code, the confirmation, this reply
     assert "accepted: board 101: alice (Light) vs bob (Dark)" in answer, answer
     assert "-no_turn" in answer  # the board's options, as the player asked
     assert "held no commands" not in answer and "REFUSED" not in answer

@@ -86,7 +86,7 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
         pbm.register(who, PW[who])
     A, B, C = (f"{w}@example.org" for w in ("alice", "bob", "carol"))
 
-    reply = pbm.mail(A, "pbm", "curio challenge -base=3 -cols=3 -draw_moves=8 alice bob")
+    reply = pbm.mail(A, "pbm", f"curio challenge -base=3 -cols=3 -draw_moves=8 alice bob\n$${PW['alice']}$$")
     text = flat(pbm.text(reply))
     assert "accepted: board 101: alice (Light) vs bob (Dark), alice moves first" in text
     assert "you play Light" in text and "It is your move (move 1)." in text
@@ -94,7 +94,7 @@ def test_a_whole_game_by_mail_never_shows_a_hidden_face(pbm):
     assert "alice has challenged you to Curio on board 101; you play Dark." in flat(pbm.text(bob_mail))
     assert pbm.html(bob_mail) is not None and "<table" in pbm.html(bob_mail)
 
-    reply = pbm.mail(C, "pbm", "curio subscribe 101")
+    reply = pbm.mail(C, "pbm", f"curio subscribe 101 $${PW['carol']}$$")
     assert "you will get every move on board 101 (observer's view)" in flat(pbm.text(reply))
 
     # a move the rules do not allow: refused with the reason, the board from alice's side
@@ -176,7 +176,7 @@ def test_show_and_showas_by_mail(pbm):
     for who in ("alice", "bob"):
         pbm.register(who, PW[who])
     A, B = "alice@example.org", "bob@example.org"
-    pbm.mail(B, "pbm", "curio challenge alice bob")
+    pbm.mail(B, "pbm", f"curio challenge alice bob\n$${PW['bob']}$$")
     text = pbm.text(pbm.mail(A, "pbm", "curio show 101"))
     [(after, grid)] = boards_in(text)
     assert after == 0 and sorted(set(grid.values())) == ["(?)", ".", "[?]"]

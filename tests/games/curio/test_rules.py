@@ -56,7 +56,7 @@ class Table(driver.Table):
 
 def started(**options) -> Table:
     t = Table(**options)
-    out = t.send("alice", "curio challenge alice bob")
+    out = t.send("alice", "curio challenge alice bob", authenticated=True)
     assert out.results[0].ok
     return t
 
@@ -84,7 +84,7 @@ def everything(out: Outcome) -> str:
 
 def test_challenge_starts_board_101_and_tells_the_opponent():
     t = Table()
-    out = t.send("alice", "curio challenge alice bob")
+    out = t.send("alice", "curio challenge alice bob", authenticated=True)
     assert out.results[0].ok
     assert out.results[0].message == "accepted: board 101: alice (Light) vs bob (Dark), alice moves first"
     board = t.board(101)
@@ -100,7 +100,7 @@ def test_challenge_starts_board_101_and_tells_the_opponent():
     assert notice.data["headlines"] == ["alice has challenged you to Curio on board 101; you play Dark."]
     assert_view_allowed(board, notice.data, DARK)
     assert "seed" in out.audit[0]
-    out = t.send("bob", "curio challenge alice bob")
+    out = t.send("bob", "curio challenge alice bob", authenticated=True)
     assert out.results[0].message.startswith("accepted: board 102")
     assert [n.to for n in out.notices] == [["alice"]]
 
@@ -114,7 +114,7 @@ def test_the_layout_comes_from_the_stored_seed():
 
 def test_gm_may_challenge_for_two_players_and_both_are_told():
     t = Table()
-    out = t.send("gm", "curio challenge alice bob", gm=True)
+    out = t.send("gm", "curio challenge alice bob", gm=True, authenticated=True)
     assert out.results[0].ok
     assert sorted(n.to[0] for n in out.notices) == ["alice", "bob"]
     assert out.sections[0].data["observer"]
@@ -136,16 +136,32 @@ def test_gm_may_challenge_for_two_players_and_both_are_told():
 ])
 def test_challenges_that_are_refused(sender, line, message):
     t = Table()
-    out = t.send(sender, line)
+    out = t.send(sender, line, authenticated=True)
     assert not out.results[0].ok
     assert message in out.results[0].message
     assert out.state == RULES.new_game({}, t.ctx("gm")) and not out.notices
 
 
+def test_a_challenge_needs_the_senders_password():
+    """It mails someone else: a From alone (anyone can write it) is not enough."""
+    t = Table()
+    out = t.send("alice", "curio challenge alice bob")
+    assert not out.results[0].ok and "this needs your password" in out.results[0].message
+    assert not out.notices and "101" not in str(out.state.get("boards"))
+
+
+def test_a_mail_starts_at_most_five_boards():
+    t = Table()
+    out = t.send("alice", *["curio challenge alice bob"] * 7, authenticated=True)
+    assert [r.ok for r in out.results] == [True] * 5 + [False] * 2
+    assert "at most 5 new boards per mail" in out.results[5].message
+    assert len(out.notices) == 5
+
+
 def test_challenge_options_set_up_the_board():
     t = Table()
     out = t.send("alice", "curio challenge -base=3 -rows 6 -cols=4 -no_turn -no_limit -face_small "
-                          "-capture_any -draw_moves=10 alice bob")
+                          "-capture_any -draw_moves=10 alice bob", authenticated=True)
     assert out.results[0].ok, out.results[0].message
     board = t.board()
     assert board.setup.flags() == ("-base=3 -rows=6 -cols=4 -num_pieces=6 -no_turn -no_limit "
@@ -157,7 +173,7 @@ def test_challenge_options_set_up_the_board():
 
 def test_game_options_are_the_defaults_for_challenges():
     t = Table(rows=6, capture="lt")
-    t.send("alice", "curio challenge alice bob")
+    t.send("alice", "curio challenge alice bob", authenticated=True)
     assert t.board().setup.rows == 6 and t.board().setup.capture == "lt"
     with pytest.raises(GameError, match="cannot lay out"):
         RULES.new_game({"num_pieces": 30}, t.ctx("gm"))
@@ -276,7 +292,7 @@ def test_the_capture_headline_and_mails_of_a_capture():
 
 def test_a_whole_game_ends_with_a_winner_and_closes_the_board():
     t = started()
-    t.send("carol", "curio subscribe 101")
+    t.send("carol", "curio subscribe 101", authenticated=True)
     moves = t.play_until(lambda b: not b.active, limit=400)
     board = t.board()
     assert board.status == "finished"
@@ -318,7 +334,7 @@ def test_a_win_is_announced_to_both():
 
 def test_move_limit_draw_by_mail():
     t = Table()
-    t.send("alice", "curio challenge -draw_moves=2 alice bob")
+    t.send("alice", "curio challenge -draw_moves=2 alice bob", authenticated=True)
     t.move("alice", first_quiet_move(t).plain)
     assert t.board().active
     out = t.move("bob", first_quiet_move(t).plain)
@@ -417,10 +433,10 @@ def test_showas_shows_the_players_own_side():
 
 def test_subscribers_get_the_observer_view_after_every_move():
     t = started()
-    out = t.send("carol", "curio subscribe 101")
+    out = t.send("carol", "curio subscribe 101", authenticated=True)
     assert out.results[0].message == "accepted: you will get every move on board 101 (observer's view)"
-    assert t.send("carol", "curio subscribe 101").results[0].message == "you already follow board 101"
-    assert t.send("alice", "curio subscribe 101").results[0].message.startswith("you are playing on board 101")
+    assert t.send("carol", "curio subscribe 101", authenticated=True).results[0].message == "you already follow board 101"
+    assert t.send("alice", "curio subscribe 101", authenticated=True).results[0].message.startswith("you are playing on board 101")
     assert t.send(None, "curio subscribe 101").results[0].message.startswith("this address has no account")
     out = t.move("alice", first_quiet_move(t).plain)
     by = {n.to[0]: n for n in out.notices}
@@ -434,7 +450,7 @@ def test_subscribers_get_the_observer_view_after_every_move():
 
 def test_boards_lists_the_running_boards():
     t = started()
-    t.send("bob", "curio challenge bob alice")
+    t.send("bob", "curio challenge bob alice", authenticated=True)
     out = t.send("carol", "curio boards")
     assert out.results[0].message == "accepted: 2 boards listed"
     assert out.sections[0].text.splitlines() == [
@@ -457,7 +473,7 @@ def test_several_commands_in_one_mail_give_one_result_each_and_one_board_per_rec
 
 def test_no_password_appears_in_anything_the_server_sends():
     t = started()
-    t.send("carol", "curio subscribe 101")
+    t.send("carol", "curio subscribe 101", authenticated=True)
     lines = [f"curio move 101 alice {PASSWORDS['alice']} {first_quiet_move(t).plain}#1",
              f"curio move 101 alice {PASSWORDS['alice']} z9-z10",
              f"curio move alice {PASSWORDS['alice']} a2-a3",
@@ -517,7 +533,7 @@ def test_the_templates_draw_the_same_board_in_text_and_html():
 
     env = make_environment()
     t = started()
-    t.send("carol", "curio subscribe 101")
+    t.send("carol", "curio subscribe 101", authenticated=True)
     t.play_until(lambda b: any(p.revealed for p in b.position.pieces.values()))
     board = t.board()
     mover = board.handle(DARK if board.position.to_move == LIGHT else LIGHT)
