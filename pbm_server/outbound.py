@@ -21,6 +21,7 @@ import logging
 import mailbox
 import smtplib
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -90,6 +91,10 @@ class PermanentFailure(Exception):
     pass
 
 
+class RelayMisconfigured(smtplib.SMTPException):
+    """The relay and PBM_RELAY_* disagree (no STARTTLS, AUTH refused): retried."""
+
+
 class Outbound(Poller):
     """Delivers pending outbox rows until stopped."""
 
@@ -117,17 +122,55 @@ class Outbound(Poller):
             return
         host, port = relay
         try:
-            with smtplib.SMTP(host, port, timeout=30, local_hostname="pbm-server") as smtp:
-                smtp.sendmail("", [row.to_addr], row.raw)
+            with self._connect(host, port) as smtp:
+                options: list[str] = []
+                if not row.to_addr.isascii() and smtp.has_extn("smtputf8"):
+                    options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
+                smtp.sendmail("", [row.to_addr], row.raw, mail_options=options)
         except smtplib.SMTPRecipientsRefused as exc:
             code = next(iter(exc.recipients.values()))[0]
             if 500 <= code < 600:
                 raise PermanentFailure(f"relay refused the recipient: {exc.recipients}") from exc
             raise
+        except RelayMisconfigured:
+            log.warning("relay %s:%s: cannot deliver: see the outbox row's last_error", host, port)
+            raise
         except smtplib.SMTPResponseException as exc:
             if 500 <= exc.smtp_code < 600:
                 raise PermanentFailure(f"relay answered {exc.smtp_code} {exc.smtp_error!r}") from exc
             raise
+
+    def _connect(self, host: str, port: int) -> smtplib.SMTP:
+        """A session with the relay, greeted with PBM_RELAY_EHLO_NAME (or the
+        domain), secured as PBM_RELAY_TLS says and authenticated with
+        PBM_RELAY_USER.  A relay that will not do what the settings ask is a
+        temporary failure (the operator can fix it before the retry period ends)."""
+        settings = self.settings
+        name = settings.ehlo_name
+        smtp: smtplib.SMTP
+        if settings.relay_tls == "tls":
+            smtp = smtplib.SMTP_SSL(host, port, local_hostname=name, timeout=30, context=ssl.create_default_context())
+        else:
+            smtp = smtplib.SMTP(host, port, local_hostname=name, timeout=30)
+        try:
+            smtp.ehlo()
+            if settings.relay_tls == "starttls":
+                if not smtp.has_extn("starttls"):
+                    raise RelayMisconfigured("the relay does not offer STARTTLS (PBM_RELAY_TLS=starttls)")
+                smtp.starttls(context=ssl.create_default_context())
+                smtp.ehlo()
+            if settings.relay_user:
+                try:
+                    smtp.login(settings.relay_user, settings.relay_password())
+                except smtplib.SMTPAuthenticationError as exc:
+                    # never the password: only the relay's code and words
+                    raise RelayMisconfigured(f"the relay refused AUTH for {settings.relay_user}: {exc.smtp_code}") from None
+                except smtplib.SMTPNotSupportedError:
+                    raise RelayMisconfigured("the relay offers no AUTH here (PBM_RELAY_USER is set)") from None
+        except BaseException:
+            smtp.close()
+            raise
+        return smtp
 
     # -- claims --------------------------------------------------------------------
     def _claim(self, row_ids: list[int], now: datetime) -> list[int]:

@@ -95,6 +95,27 @@ def _processes(value: int) -> str | None:
     return None if value in (1, 2) else "expected 1 (one process) or 2 (the listener in its own process)"
 
 
+def _optional_domain(value: str) -> str | None:
+    return None if value == "" else _domain(value)
+
+
+RELAY_TLS = ("none", "starttls", "tls")
+
+
+def _relay_tls(value: str) -> str | None:
+    return None if value in RELAY_TLS else "expected none, starttls (port 587) or tls (port 465)"
+
+
+def _readable_file(value: str) -> str | None:
+    if value == "":
+        return None
+    try:
+        with open(value, "rb"):
+            return None
+    except OSError as exc:
+        return f"expected a readable file holding the password ({exc.strerror or exc})"
+
+
 def _nice(value: int) -> str | None:
     return None if 0 <= value <= 19 else "expected a nice increment from 0 to 19"
 
@@ -109,6 +130,18 @@ class Settings:
         "pbm.localhost", "game NAME listens at NAME@DOMAIN; account commands at pbm@DOMAIN", _domain
     )
     relay: str = _setting("", "HOST:PORT of the outbound SMTP relay; empty: write to the Maildir", _optional_host_port)
+    relay_ehlo_name: str = _setting(
+        "", "the name the server gives in EHLO to the relay (fully qualified); empty: PBM_DOMAIN", _optional_domain
+    )
+    relay_tls: str = _setting(
+        "none", "none: plain SMTP; starttls: STARTTLS before anything else (port 587); tls: TLS from the start "
+        "(port 465); the relay's certificate is verified", _relay_tls
+    )
+    relay_user: str = _setting("", "user name for SMTP AUTH at the relay; empty: no AUTH")
+    relay_password_file: str = _setting(
+        "", "file holding the SMTP AUTH password for PBM_RELAY_USER (read at each connection, never shown)",
+        _readable_file, secret=True
+    )
     maildir: str = _setting("var/outbox", "where outgoing mail goes without a relay", _non_empty)
     gm_address: str = _setting("", "the address whose mails (with the GM password) run GM commands", _address)
     trusted_authserv_id: str = _setting(
@@ -185,6 +218,15 @@ class Settings:
             return None
         host, _, port = self.relay.rpartition(":")
         return host.strip("[]"), int(port)
+
+    @property
+    def ehlo_name(self) -> str:
+        return self.relay_ehlo_name or self.domain
+
+    def relay_password(self) -> str:
+        """The AUTH password (first line of PBM_RELAY_PASSWORD_FILE); never logged."""
+        with open(self.relay_password_file, encoding="utf-8") as fh:
+            return fh.readline().rstrip("\r\n")
 
     @property
     def server_address(self) -> str:
@@ -308,6 +350,8 @@ def load(env: dict[str, str] | None = None) -> Loaded:
             continue
         values[name] = converted
         sources[name] = source if source == ENVIRONMENT else f"{FILE} {config}"
+    if bool(values.get("relay_user")) != bool(values.get("relay_password_file")):
+        problems.append("PBM_RELAY_USER and PBM_RELAY_PASSWORD_FILE: give both (SMTP AUTH) or neither")
     if problems:
         raise SettingsError(problems)
     return Loaded(Settings(**values), sources, config, warnings)
