@@ -230,11 +230,13 @@ class InboundHandler:
         self.names = names
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address.lower() == "postmaster":  # RFC 5321 4.5.1: <Postmaster> without a domain too
+            address = f"postmaster@{self.domain}"
         local, _, domain = address.rpartition("@")
         local = local.lower()
         if domain.lower() != self.domain or not local:
             return "550 5.1.1 Not a local address; this server relays nothing"
-        if local != "pbm":
+        if local not in ("pbm", "postmaster"):  # postmaster: RFC 5321 requires it; forwarded to the GM
             try:
                 if not await self.names.exists(local):
                     return f"550 5.1.1 No game named {local} here; mail pbm@{self.domain} with 'games' for the list"

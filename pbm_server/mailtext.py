@@ -326,3 +326,34 @@ def split_passwords(lines: list[Line]) -> tuple[list[str], list[Line], list[tupl
         if rest:
             kept.append(Line(line.number, " ".join(rest.split())))
     return found, kept, stray
+
+
+#: the fields of an abuse report's machine-readable part worth keeping (RFC 5965 3.1, 3.2)
+_ARF_FIELDS = ("feedback-type", "user-agent", "source-ip", "original-mail-from", "original-rcpt-to",
+               "reported-domain", "arrival-date")
+
+
+def abuse_report(raw: bytes) -> str | None:
+    """An abuse report (ARF, RFC 5965: multipart/report; report-type=feedback-report)
+    summed up on one line of cleaned fields; None for any other mail."""
+    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    if msg.get_content_type() != "multipart/report":
+        return None
+    if str(msg.get_param("report-type", "")).lower() != "feedback-report":
+        return None
+    found: list[str] = []
+    for part in msg.walk():
+        if part.get_content_type() != "message/feedback-report":
+            continue
+        payload = part.get_payload()
+        if isinstance(payload, list) and payload and not isinstance(payload[0], str):
+            items = list(payload[0].items())  # the parser reads the fields as a header block
+        else:
+            text = part.get_payload(decode=True) or b""
+            items = list(BytesParser(policy=policy.default).parsebytes(bytes(text), headersonly=True).items())
+        for name, value in items:
+            if name.lower() in _ARF_FIELDS:
+                found.append(f"{name.lower()}={clean_text(str(value))[:200]}")
+        break
+    origin = clean_text(parseaddr(str(msg.get("from", "")))[1])[:200]
+    return "; ".join([f"from={origin or '(none)'}", *found])[:1000]

@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import datetime
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
 
 from sqlalchemy.orm import Session
 
@@ -132,3 +135,22 @@ def tell_gm(session: Session, composer: Composer, gm_address: str | None, what: 
     mid, raw = composer.message(to_addr=gm_address, to_name="game master", from_local="pbm",
                                 subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
     enqueue(session, to_addr=gm_address, message_id=mid, raw=raw, kind=kind, now=now, inbound_id=inbound_id)
+
+
+def forward_to_gm(session: Session, composer: Composer, gm_address: str, raw: bytes, what: str,
+                  details: list[tuple[str, str]], now: datetime, kind: str, inbound_id: int | None = None) -> None:
+    """A notice to the GM with a received mail attached whole (message/rfc822):
+    mail to postmaster@DOMAIN.  Never sent to the mail's sender."""
+    body = composer.render("server/gm_notice.txt", {"what": what, "details": details})
+    mid, text = composer.message(to_addr=gm_address, to_name="game master", from_local="pbm",
+                                 subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
+    notice = BytesParser(policy=policy.default).parsebytes(text)
+    assert isinstance(notice, EmailMessage)
+    notice.make_mixed()
+    if raw.isascii():
+        original = BytesParser(policy=policy.default).parsebytes(raw)
+        notice.add_attachment(original, disposition="attachment", filename="forwarded.eml")
+    else:  # 8-bit: base64, so that no relay has to carry 8-bit data (message/rfc822 may not be encoded)
+        notice.add_attachment(raw, maintype="application", subtype="octet-stream", filename="forwarded.eml")
+    enqueue(session, to_addr=gm_address, message_id=mid, raw=notice.as_bytes(policy=policy.SMTP), kind=kind, now=now,
+            inbound_id=inbound_id)

@@ -38,6 +38,7 @@ from pbm_server.headers import clean_msgid, clean_msgids, clean_text
 from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game
 from pbm_server.mailtext import (
     IncomingMail,
+    abuse_report,
     automatic_reason,
     command_lines,
     dedup_key,
@@ -48,7 +49,7 @@ from pbm_server.mailtext import (
 )
 from pbm_server.models import Account, Game, InboundMail, Order, OutboundMail
 from pbm_server.moves import apply_commands
-from pbm_server.notices import Mailer, NoticeBudget, tell_gm
+from pbm_server.notices import Mailer, NoticeBudget, forward_to_gm, tell_gm
 from pbm_server.outbound import UNPROVEN_REPLY, enqueue, replies_sent_since, unproven_replies_since
 from pbm_server.polling import Poller
 from pbm_server.replies import sent_mails
@@ -62,6 +63,8 @@ log = logging.getLogger(__name__)
 
 #: outbox kind of the GM's notice that the server stopped answering unproven mail
 GM_QUIET = "gm-quiet"
+#: outbox kind of a mail to postmaster@DOMAIN forwarded to the GM
+GM_POSTMASTER = "gm-postmaster"
 
 def prefixed_kinds() -> list[str]:
     """Kinds whose lines may also be sent to pbm@DOMAIN, starting with the
@@ -115,6 +118,10 @@ class Prepared:
     secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: an abuse report (ARF): its summary; recorded, never answered
+    abuse: str | None = None
+    #: sent to postmaster@DOMAIN: forwarded to the GM, never answered
+    postmaster: bool = False
     #: (account handle key, old password) of `password` lines -> it matched (checked once, here)
     verified: dict[tuple[str, str], bool] = field(default_factory=dict)
 
@@ -187,12 +194,16 @@ class Worker(Poller):
         mail = read_mail(raw, envelope_from)
         prep = Prepared(inbox_id, mail, Actor(handle=None, email=mail.from_addr, authenticated=False))
         prep.dedup = dedup_key(raw, mail.message_id)
+        ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
+        prep.abuse = abuse_report(raw)
+        prep.postmaster = any(r.split("@", 1)[0] == "postmaster" for r in ours)
+        if prep.abuse is not None or prep.postmaster:
+            return prep  # recorded or forwarded to the GM; never answered, no line read
         prep.drop = automatic_reason(mail, envelope_from, self.settings.domain)
         if prep.drop:
             return prep
         if self.settings.trusted_authserv_id:
             prep.unverified = unverified_reason(mail.auth_results, self.settings.trusted_authserv_id, mail.from_addr)
-        ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
         local = ours[0].split("@", 1)[0] if ours else "pbm"
         with self.db.read() as s:  # our mails this one answers: their lines are never commands
             answered = sent_mails(s, mail.references)
@@ -340,6 +351,9 @@ class Worker(Poller):
         if dup is not None:
             row.status, row.note = "duplicate", f"same Message-ID and content as mail {dup}"
             return
+        if prep.abuse is not None or prep.postmaster:
+            self._not_to_answer(s, row, prep, now)
+            return
         if prep.drop:
             row.status, row.note = "dropped", prep.drop
             return
@@ -378,6 +392,31 @@ class Worker(Poller):
             raise RuntimeError(f"failpoint {self.settings.failpoint!r} reached")
         row.status = "done"
         self._send_reply(s, row, prep, reply, reply_from, now)
+
+    def _not_to_answer(self, s: Session, row: InboundMail, prep: Prepared, now: datetime) -> None:
+        """An abuse report is recorded (inbox note, audit); a mail to postmaster
+        is forwarded to the GM whole.  Neither is ever answered."""
+        notes = []
+        if prep.abuse is not None:
+            notes.append(f"abuse report (ARF): {prep.abuse}")
+            audit(s, now, "system", "abuse report", f"mail {row.id}: {prep.abuse}")
+        if prep.postmaster:
+            gm = self.settings.gm_address
+            if gm:
+                mail = prep.mail
+                what = f"Mail to postmaster@{self.settings.domain} from {clean_text(mail.from_addr) or '(no From)'}"
+                details = [("envelope sender", clean_text(row.mail_from or "<>")),
+                           ("subject", clean_text(mask_unpaired(mail.subject)) or "(none)"),
+                           ("received", f"{row.received_at:%Y-%m-%d %H:%M:%S} UTC, inbox {row.id}"),
+                           ("the mail", "attached as received; its sender was not answered")]
+                if prep.abuse is not None:
+                    details.append(("abuse report", prep.abuse))
+                forward_to_gm(s, self.composer, gm, row.raw, what, details, now, kind=GM_POSTMASTER, inbound_id=row.id)
+                notes.append("to postmaster: forwarded to the GM")
+            else:
+                notes.append("to postmaster: kept here (no PBM_GM_ADDRESS to forward it to)")
+        row.status = "dropped" if prep.abuse is not None and not prep.postmaster else "done"
+        row.note = "; ".join(notes) + "; not answered"
 
     def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str:
         route = prep.route
