@@ -123,3 +123,24 @@ def test_the_docs_list_every_setting(doc):
     text = (ROOT / doc).read_text()
     missing = [variable for variable, _, _ in describe() if f"`{variable}`" not in text]
     assert not missing, f"{doc} does not document {missing}"
+
+
+def test_relay_settings_are_checked_and_the_password_file_is_secret(tmp_path):
+    with pytest.raises(SettingsError) as err:
+        load({"PBM_RELAY_TLS": "ssl", "PBM_RELAY_EHLO_NAME": "not a name",
+              "PBM_RELAY_PASSWORD_FILE": str(tmp_path / "missing")})
+    text = "\n".join(err.value.problems)
+    assert "PBM_RELAY_TLS: 'ssl' is not accepted: expected none, starttls (port 587) or tls (port 465)" in text
+    assert "PBM_RELAY_EHLO_NAME: 'not a name' is not accepted: expected a domain name" in text
+    assert "PBM_RELAY_PASSWORD_FILE: " in text and "expected a readable file" in text
+    with pytest.raises(SettingsError) as err:
+        load({"PBM_RELAY_USER": "pbm"})
+    assert err.value.problems == ["PBM_RELAY_USER and PBM_RELAY_PASSWORD_FILE: give both (SMTP AUTH) or neither"]
+    pw = tmp_path / "pw"
+    pw.write_text("hunter22\n")
+    s = load_settings({"PBM_RELAY_USER": "pbm", "PBM_RELAY_PASSWORD_FILE": str(pw), "PBM_DOMAIN": "games.example.org"})
+    assert s.relay_password() == "hunter22" and s.ehlo_name == "games.example.org" and s.relay_tls == "none"
+    from pbm_server.settings import shown
+
+    assert shown(s, "relay_password_file") == "(hidden)"
+    assert load_settings({"PBM_RELAY_EHLO_NAME": "mx.example.org"}).ehlo_name == "mx.example.org"
