@@ -48,7 +48,7 @@ class SubmissionHandler:
         with self.lock:
             self.got.append({
                 "ehlo": session.host_name,
-                "tls": session.ssl is not None,
+                "tls": server.transport.get_extra_info("ssl_object") is not None,
                 "user": session.auth_data.decode() if session.authenticated else None,
                 "rcpts": list(envelope.rcpt_tos),
                 "mail_options": list(envelope.mail_options),
@@ -63,15 +63,17 @@ def authenticator(server, session, envelope, mechanism, auth_data):
 
 
 class SubmissionRelay:
-    def __init__(self, tmp: Path, *, secure: bool = True):
+    def __init__(self, tmp: Path, *, secure: bool = True, implicit_tls: bool = False):
         cert, key = make_certificate(tmp)
         self.cert = cert
         self.port = free_port()
         self.handler = SubmissionHandler()
         kwargs: dict = {"enable_SMTPUTF8": True}
-        if secure:
-            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            ctx.load_cert_chain(cert, key)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(cert, key)
+        if implicit_tls:  # port 465: TLS from the first byte, then AUTH
+            kwargs.update(ssl_context=ctx, auth_required=True, auth_require_tls=False, authenticator=authenticator)
+        elif secure:
             kwargs.update(tls_context=ctx, require_starttls=True, auth_required=True, auth_require_tls=True,
                           authenticator=authenticator)
         else:
@@ -170,6 +172,20 @@ def test_a_non_ascii_address_goes_with_smtputf8(tmp_path):
         got = relay.handler.got[0]
         assert got["rcpts"] == ["jörg@example.org"]
         assert "SMTPUTF8" in got["mail_options"]
+    finally:
+        pbm.close()
+        relay.stop()
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")  # it is TLS: from the first byte
+def test_a_relay_with_tls_from_the_start_gets_the_reply(tmp_path):
+    relay = SubmissionRelay(tmp_path, implicit_tls=True)
+    pbm = start_pbm(tmp_path, relay, PBM_RELAY_TLS="tls")
+    try:
+        pbm.send("dora@example.org", "pbm", "help")
+        wait_until(lambda: relay.handler.got, timeout=30, what="the reply at the relay")
+        got = relay.handler.got[0]
+        assert got["tls"] and got["user"] == USER and got["ehlo"] == "pbm.test"
     finally:
         pbm.close()
         relay.stop()
