@@ -24,13 +24,14 @@ from pbm_server.creation import create_game
 from pbm_server.db import Database
 from pbm_server.errors import DeskError
 from pbm_server.inbound import store_messages
+from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle, audit, find_game, lookalike_refusal, player_count
 from pbm_server.models import Account, Game, InboundMail, OutboundMail
 from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer
 from pbm_server.passwords import hash_password
 from pbm_server.settings import Settings, SettingsError
-from pbm_server.turns import run_turn
+from pbm_server.turns import run_turn, why_not_done
 
 EX_USAGE = 2  # bad settings: one line per problem, never a traceback
 EX_TEMPFAIL = 75  # `mail inject`: our fault, the MTA keeps the mail and retries
@@ -574,7 +575,9 @@ def turn_run(env: Env, name, expected):
             outcome = run_turn(s, g, env.mailer(), clock.now(), actor="cli", expected_turn=expected)
         except DeskError as exc:
             fail(str(exc))
-        what = "processed" if outcome.turn_done else "not completed (the game says why in its notices)"
+        what = "processed" if outcome.turn_done else (
+            f"not run: the game did not complete its turn ({why_not_done(outcome)}); "
+            f"the deadline stays {show_time(g.next_deadline)}")
         click.echo(f"{g.name}: {rules.turn_name} {turn_no} {what}; {len(outcome.notices)} notice(s) queued"
                    + ("; the game is finished" if g.status == "finished" else ""))
 

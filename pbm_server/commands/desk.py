@@ -26,7 +26,8 @@ from pbm_server.gmdesk import (
     resume,
     set_options,
 )
-from pbm_server.turns import rollback, run_turn
+from pbm_server.localtime import show_time
+from pbm_server.turns import rollback, run_turn, why_not_done
 
 
 def _safely(ctx: ServerContext, line: Line, fn: Callable[[], str]) -> Result:
@@ -139,6 +140,9 @@ def cmd_turn(ctx: ServerContext, line: Line, words: list[str]) -> Result:
         rules = get_rules(g.kind)
         if words[1].lower() == "run":
             outcome = run_turn(ctx.session, g, ctx.outbox(), ctx.now, actor=actor, expected_turn=n)
+            if not outcome.turn_done:
+                return (f"{g.name}: {rules.turn_name} {n} did not run, the game did not complete its turn: {why_not_done(outcome)}; "
+                        f"the deadline stays {show_time(g.next_deadline)}")
             return (f"{g.name}: {rules.turn_name} {n} processed; {len(outcome.notices)} notice(s) sent"
                     + ("; the game is finished" if g.status == "finished" else f"; now open: {rules.turn_name} {g.turn}"))
         rollback(ctx.session, g, ctx.outbox(), n, ctx.now, actor)
