@@ -10,7 +10,7 @@ refusal raises DeskError.
 from __future__ import annotations
 
 import random
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -106,7 +106,12 @@ def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: s
         raise DeskError(f"{game.name} is {game.status}, not paused")
     game.status = "running"
     if game.deadline:
+        # the next deadline after the resume, never one the game had already
+        # moved past: a turn run early keeps its rhythm through a pause
+        kept = game.next_deadline
         set_deadline(game, game.deadline, now)
+        if kept is not None and kept > now and game.next_deadline is not None and game.next_deadline < kept:
+            set_deadline(game, game.deadline, kept - timedelta(microseconds=1))
     audit(session, now, actor, "game resume", game.name, game)
     tell_players(session, mailer, game, f"{game.name} is running again", f"The game master has resumed {game.name}.", now)
     return f"{game.name} is running again; next deadline {show_time(game.next_deadline)}"

@@ -49,3 +49,33 @@ def test_scheduler_turn_that_cannot_complete_tells_the_gm(table_stopped):
     # at its deadline the turn is tried once; the next try is the next deadline
     assert next_deadline(pbm) == "2026-11-28 03:00 UTC"
     assert t.turn() == 1 and len(t.mails("gm@example.org", "did not run")) == 1
+
+
+# -- b. pause and resume -------------------------------------------------------------
+
+
+def test_resume_keeps_the_deadline_an_early_turn_moved_on(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    t.gm("game set g1 early=on")
+    for p in PLAYERS:
+        t.order(p)
+    for p in PLAYERS:
+        t.wait_mails(p, "round 1 report")
+    # ran early on Thursday: the Saturday 21 deadline is used up
+    assert next_deadline(pbm) == "2026-11-28 03:00 UTC"
+    assert "paused" in t.gm("game pause g1")
+    pbm.set_clock("2026-11-20T10:00:00+00:00")
+    reply = t.gm("game resume g1")
+    assert "next deadline Sat 2026-11-28 03:00 UTC" in reply, reply
+    assert next_deadline(pbm) == "2026-11-28 03:00 UTC"
+
+
+def test_resume_after_the_paused_deadline_passed_takes_the_next_one(table_stopped):
+    t = table_stopped.setup()
+    pbm = t.pbm
+    t.gm("game pause g1")
+    pbm.set_clock("2026-11-24T10:00:00+00:00")  # Saturday 21 passed during the pause
+    assert "next deadline Sat 2026-11-28 03:00 UTC" in t.gm("game resume g1")
+    pbm.settle()
+    assert t.turn() == 1 and next_deadline(pbm) == "2026-11-28 03:00 UTC"
