@@ -301,14 +301,24 @@ def game():
 @click.option("--deadline", default=None, help="e.g. 'every Saturday 03:00 UTC'; 'none' for no deadline")
 @pass_env
 def game_new(env: Env, kind, name, options, deadline):
-    """Create a game; it listens at NAME@DOMAIN."""
+    """Create a game; it listens at NAME@DOMAIN.  Options: the game's own
+    (see `help KIND`) and the server's early=on|off, grace=DURATION,
+    remind=DURATION."""
+    from pbm_server import gmdesk
+    from pbm_server.durations import show_duration
+
     with env.db.write() as s:
         try:
-            g = create_game(s, kind, name, parse_kv(options), deadline, clock.now())
+            now = clock.now()
+            g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli")
         except DeskError as exc:
             fail(str(exc))
         click.echo(f"{g.kind} game {g.name} created: players mail {g.name}@{env.settings.domain}"
-                   + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else ""))
+                   + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else "")
+                   + f"; early={'on' if g.early else 'off'} grace={show_duration(g.grace_minutes)} remind={show_duration(g.remind_minutes)}")
+        note = gmdesk.first_deadline_note(g, now, f"--deadline EXPR, or later: pbm game deadline {g.name} EXPR")
+        if note:
+            click.echo(f"NOTE: {note}")
 
 
 @game.command("list")

@@ -13,14 +13,14 @@ from collections.abc import Callable
 from games import KINDS, get_rules
 from games.base import Line, Result
 from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.creation import create_game
 from pbm_server.errors import DeskError
 from pbm_server.gmdesk import (
-    DESK_KEYS,
     add_player,
     change_deadline,
     desk_summary,
+    first_deadline_note,
     gm_do,
+    new_game,
     pause,
     remove_player,
     resume,
@@ -73,16 +73,14 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                 return Result(line, False, f"{w!r} is not KEY=VALUE; expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]")
             k, v = w.split("=", 1)
             pairs[k] = v
-        desk = {k: v for k, v in pairs.items() if k.lower() in DESK_KEYS}
-        options = {k: v for k, v in pairs.items() if k.lower() not in DESK_KEYS}
 
         def new() -> str:
             if kind not in KINDS:
                 raise DeskError(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
-            g = create_game(ctx.session, kind, name, options, deadline, ctx.now, actor=actor)
-            if desk:
-                set_options(ctx.session, g, desk, ctx.now, actor)
-            return f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; {desk_summary(g)}"
+            g = new_game(ctx.session, kind, name, pairs, deadline, ctx.now, actor)
+            note = first_deadline_note(g, ctx.now, f"game deadline {g.name} EXPR")
+            return (f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; {desk_summary(g)}"
+                    + (f". NOTE: {note}" if note else ""))
 
         return _safely(ctx, line, new)
     if sub in ("set", "deadline", "pause", "resume", "add", "remove", "kick"):
