@@ -499,7 +499,7 @@ def game_pause(env: Env, name):
 @click.argument("name")
 @pass_env
 def game_resume(env: Env, name):
-    """Resume a paused game (its next deadline is counted from now)."""
+    """Resume a paused game (next deadline: the first after now, never before the one it had)."""
     from pbm_server import gmdesk
 
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.resume(s, m, g, now, "cli")))

@@ -6,7 +6,9 @@ game and checks its deadline is still due and its turn number unchanged; on
 SQLite BEGIN IMMEDIATE and on PostgreSQL an advisory lock make two schedulers
 (two ``pbm serve`` processes) take turns, so the second one finds the deadline
 moved on and does nothing.  A deadline missed while the server was down is run
-once at start; the next deadline is computed from the time of the run.
+once at start; the next deadline is computed from the time of the run.  A
+turn the game keeps open at its deadline (too few players, say) is tried
+once; the GM is told why, and the next try is the next deadline.
 
 Early processing (``early``): a turn runs before its deadline once every
 active player not on vacation has sent orders; the deadline it replaces is
