@@ -24,13 +24,14 @@ from pbm_server.creation import create_game
 from pbm_server.db import Database
 from pbm_server.errors import DeskError
 from pbm_server.inbound import store_messages
+from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle, audit, find_game, lookalike_refusal, player_count
 from pbm_server.models import Account, Game, InboundMail, OutboundMail
 from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer
 from pbm_server.passwords import hash_password
 from pbm_server.settings import Settings, SettingsError
-from pbm_server.turns import run_turn
+from pbm_server.turns import run_turn, why_not_done
 
 EX_USAGE = 2  # bad settings: one line per problem, never a traceback
 EX_TEMPFAIL = 75  # `mail inject`: our fault, the MTA keeps the mail and retries
@@ -300,14 +301,24 @@ def game():
 @click.option("--deadline", default=None, help="e.g. 'every Saturday 03:00 UTC'; 'none' for no deadline")
 @pass_env
 def game_new(env: Env, kind, name, options, deadline):
-    """Create a game; it listens at NAME@DOMAIN."""
+    """Create a game; it listens at NAME@DOMAIN.  Options: the game's own
+    (see `help KIND`) and the server's early=on|off, grace=DURATION,
+    remind=DURATION."""
+    from pbm_server import gmdesk
+    from pbm_server.durations import show_duration
+
     with env.db.write() as s:
         try:
-            g = create_game(s, kind, name, parse_kv(options), deadline, clock.now())
+            now = clock.now()
+            g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli")
         except DeskError as exc:
             fail(str(exc))
         click.echo(f"{g.kind} game {g.name} created: players mail {g.name}@{env.settings.domain}"
-                   + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else ""))
+                   + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else "")
+                   + f"; early={'on' if g.early else 'off'} grace={show_duration(g.grace_minutes)} remind={show_duration(g.remind_minutes)}")
+        note = gmdesk.first_deadline_note(g, now, f"--deadline EXPR, or later: pbm game deadline {g.name} EXPR")
+        if note:
+            click.echo(f"NOTE: {note}")
 
 
 @game.command("list")
@@ -488,7 +499,7 @@ def game_pause(env: Env, name):
 @click.argument("name")
 @pass_env
 def game_resume(env: Env, name):
-    """Resume a paused game (its next deadline is counted from now)."""
+    """Resume a paused game (next deadline: the first after now, never before the one it had)."""
     from pbm_server import gmdesk
 
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.resume(s, m, g, now, "cli")))
@@ -574,7 +585,9 @@ def turn_run(env: Env, name, expected):
             outcome = run_turn(s, g, env.mailer(), clock.now(), actor="cli", expected_turn=expected)
         except DeskError as exc:
             fail(str(exc))
-        what = "processed" if outcome.turn_done else "not completed (the game says why in its notices)"
+        what = "processed" if outcome.turn_done else (
+            f"not run: the game did not complete its turn ({why_not_done(outcome)}); "
+            f"the deadline stays {show_time(g.next_deadline)}")
         click.echo(f"{g.name}: {rules.turn_name} {turn_no} {what}; {len(outcome.notices)} notice(s) queued"
                    + ("; the game is finished" if g.status == "finished" else ""))
 

@@ -10,12 +10,13 @@ refusal raises DeskError.
 from __future__ import annotations
 
 import random
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import Actor, Context, Line, Outcome
+from pbm_server.creation import create_game
 from pbm_server.durations import parse_duration, show_duration
 from pbm_server.errors import DeskError
 from pbm_server.gamestate import set_deadline
@@ -83,6 +84,38 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
     return f"{game.name}: {desk_summary(game)}"
 
 
+def new_game(session: Session, kind: str, name: str, pairs: dict[str, str], deadline: str | None, now: datetime, actor: str) -> Game:
+    """Create a game at the GM's desk (CLI ``pbm game new`` and the GM's mail
+    ``game new``): ``early``, ``grace`` and ``remind`` among ``pairs`` are the
+    server's settings (as in :func:`set_options`), the others the game's own
+    options.  All or nothing, in the caller's transaction."""
+    desk = {k: v for k, v in pairs.items() if k.lower() in DESK_KEYS}
+    options = {k: v for k, v in pairs.items() if k.lower() not in DESK_KEYS}
+    game = create_game(session, kind, name, options, deadline, now, actor=actor)
+    if desk:
+        set_options(session, game, desk, now, actor)
+    return game
+
+
+#: a first deadline closer than this is pointed out when a game is created
+NEAR_FIRST_DEADLINE = timedelta(hours=48)
+
+
+def first_deadline_note(game: Game, now: datetime, how: str) -> str | None:
+    """A plain warning when the new game's first deadline is less than 48
+    hours away; ``how`` says how to set another (CLI or mail wording)."""
+    if game.next_deadline is None or game.next_deadline - now >= NEAR_FIRST_DEADLINE:
+        return None
+    left = game.next_deadline - now
+    hours = int(left.total_seconds() // 3600)
+    span = f"{hours} hours" if hours >= 2 else f"{max(int(left.total_seconds() // 60), 1)} minutes"
+    when = game.next_deadline.astimezone(timezone.utc).strftime("%A %H:%M UTC")
+    rules = get_rules(game.kind)
+    source = f"the default of {game.kind}" if game.deadline == rules.default_deadline else "the deadline given"
+    return (f"the first deadline is in {span} ({when}; {game.deadline}, {source}); "
+            f"set another with {how}")
+
+
 def change_deadline(session: Session, mailer: Mailer, game: Game, expr: str, now: datetime, actor: str) -> str:
     """A new deadline expression (or "none"); the players are told."""
     message = set_options(session, game, {"deadline": expr}, now, actor)
@@ -106,7 +139,12 @@ def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: s
         raise DeskError(f"{game.name} is {game.status}, not paused")
     game.status = "running"
     if game.deadline:
+        # the next deadline after the resume, never one the game had already
+        # moved past: a turn run early keeps its rhythm through a pause
+        kept = game.next_deadline
         set_deadline(game, game.deadline, now)
+        if kept is not None and kept > now and game.next_deadline is not None and game.next_deadline < kept:
+            set_deadline(game, game.deadline, kept - timedelta(microseconds=1))
     audit(session, now, actor, "game resume", game.name, game)
     tell_players(session, mailer, game, f"{game.name} is running again", f"The game master has resumed {game.name}.", now)
     return f"{game.name} is running again; next deadline {show_time(game.next_deadline)}"

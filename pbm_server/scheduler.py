@@ -6,7 +6,9 @@ game and checks its deadline is still due and its turn number unchanged; on
 SQLite BEGIN IMMEDIATE and on PostgreSQL an advisory lock make two schedulers
 (two ``pbm serve`` processes) take turns, so the second one finds the deadline
 moved on and does nothing.  A deadline missed while the server was down is run
-once at start; the next deadline is computed from the time of the run.
+once at start; the next deadline is computed from the time of the run.  A
+turn the game keeps open at its deadline (too few players, say) is tried
+once; the GM is told why, and the next try is the next deadline.
 
 Early processing (``early``): a turn runs before its deadline once every
 active player not on vacation has sent orders; the deadline it replaces is
@@ -46,7 +48,7 @@ from pbm_server.models import Game, InboundMail, Order, SchedulerFault
 from pbm_server.moves import tick
 from pbm_server.notices import Mailer, tell_gm
 from pbm_server.settings import Settings
-from pbm_server.turns import run_turn
+from pbm_server.turns import run_turn, why_not_done
 from pbm_server.vacations import absent_handles
 
 log = logging.getLogger(__name__)
@@ -189,10 +191,21 @@ class Scheduler:
         if why is None:
             return 0
         try:
+            due = game.next_deadline
             with s.begin_nested():  # a refused turn leaves nothing behind
-                run_turn(s, game, self.mailer, now, actor="scheduler" if why == "deadline" else "scheduler (early)", expected_turn=game.turn)
+                outcome = run_turn(s, game, self.mailer, now, actor="scheduler" if why == "deadline" else "scheduler (early)", expected_turn=game.turn)
             if why == "early":
                 game.early_version = game.version
+            elif not outcome.turn_done and game.status != "finished":
+                # the game kept its turn open (too few players, say): the GM hears why
+                rules = get_rules(game.kind)
+                tell_gm(s, self.mailer.composer, self.settings.gm_address,
+                        f"The turn of {game.name} due at {show_time(due)} did not run.", [
+                    ("game", game.name), ("turn", f"{rules.turn_name} {game.turn}"),
+                    ("why", why_not_done(outcome)),
+                    ("what now", f"the turn stays open and is tried again at the next deadline, {show_time(game.next_deadline)}; "
+                                 f"to run it sooner: pbm turn run {game.name} --turn {game.turn}"),
+                ], now)
         except Exception as exc:
             # the game refused (DeskError) or failed: nothing of the turn is
             # kept; the deadline is taken off so it is not retried every

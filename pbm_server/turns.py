@@ -35,6 +35,15 @@ def seed_footer(game: Game, revealed: str | None) -> str:
     return "\n".join(lines)
 
 
+def why_not_done(outcome: Outcome) -> str:
+    """The game's own words on why a turn did not complete."""
+    for n in outcome.notices:
+        text = n.data.get("text") or n.text
+        if text:
+            return " ".join(str(text).split())
+    return "; ".join(outcome.audit) or "the game did not say why"
+
+
 def run_turn(
     session: Session,
     game: Game,
@@ -83,8 +92,13 @@ def run_turn(
     else:
         keep_rng(game, rng)
     record_outcome(session, game, outcome, now, actor)
-    if game.deadline and game.status != "finished":
-        # the deadline of this turn is used up, also when the turn ran early
+    if game.deadline and game.status != "finished" and (
+        outcome.turn_done or game.next_deadline is None or game.next_deadline <= now
+    ):
+        # the deadline of this turn is used up, also when the turn ran early;
+        # a turn that did not complete before its deadline (by hand, or early)
+        # keeps the deadline it had.  One that did not complete at its
+        # deadline moves on, or it would be tried again at every pass.
         set_deadline(game, game.deadline, max(now, game.next_deadline or now))
     common = []
     if outcome.turn_done and no_orders:

@@ -13,20 +13,21 @@ from collections.abc import Callable
 from games import KINDS, get_rules
 from games.base import Line, Result
 from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.creation import create_game
 from pbm_server.errors import DeskError
 from pbm_server.gmdesk import (
-    DESK_KEYS,
     add_player,
     change_deadline,
     desk_summary,
+    first_deadline_note,
     gm_do,
+    new_game,
     pause,
     remove_player,
     resume,
     set_options,
 )
-from pbm_server.turns import rollback, run_turn
+from pbm_server.localtime import show_time
+from pbm_server.turns import rollback, run_turn, why_not_done
 
 
 def _safely(ctx: ServerContext, line: Line, fn: Callable[[], str]) -> Result:
@@ -72,16 +73,14 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                 return Result(line, False, f"{w!r} is not KEY=VALUE; expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]")
             k, v = w.split("=", 1)
             pairs[k] = v
-        desk = {k: v for k, v in pairs.items() if k.lower() in DESK_KEYS}
-        options = {k: v for k, v in pairs.items() if k.lower() not in DESK_KEYS}
 
         def new() -> str:
             if kind not in KINDS:
                 raise DeskError(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
-            g = create_game(ctx.session, kind, name, options, deadline, ctx.now, actor=actor)
-            if desk:
-                set_options(ctx.session, g, desk, ctx.now, actor)
-            return f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; {desk_summary(g)}"
+            g = new_game(ctx.session, kind, name, pairs, deadline, ctx.now, actor)
+            note = first_deadline_note(g, ctx.now, f"game deadline {g.name} EXPR")
+            return (f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; {desk_summary(g)}"
+                    + (f". NOTE: {note}" if note else ""))
 
         return _safely(ctx, line, new)
     if sub in ("set", "deadline", "pause", "resume", "add", "remove", "kick"):
@@ -139,6 +138,9 @@ def cmd_turn(ctx: ServerContext, line: Line, words: list[str]) -> Result:
         rules = get_rules(g.kind)
         if words[1].lower() == "run":
             outcome = run_turn(ctx.session, g, ctx.outbox(), ctx.now, actor=actor, expected_turn=n)
+            if not outcome.turn_done:
+                return (f"{g.name}: {rules.turn_name} {n} did not run, the game did not complete its turn: {why_not_done(outcome)}; "
+                        f"the deadline stays {show_time(g.next_deadline)}")
             return (f"{g.name}: {rules.turn_name} {n} processed; {len(outcome.notices)} notice(s) sent"
                     + ("; the game is finished" if g.status == "finished" else f"; now open: {rules.turn_name} {g.turn}"))
         rollback(ctx.session, g, ctx.outbox(), n, ctx.now, actor)
