@@ -6,13 +6,13 @@ SSL_CERT_FILE, as an operator with a private CA would."""
 from __future__ import annotations
 
 import ssl
-import subprocess
 import threading
 from email import policy
 from email.parser import BytesParser
 from pathlib import Path
 
 import pytest
+import trustme
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
@@ -21,13 +21,16 @@ from tests.harness import PbmServer, free_port, wait_until
 USER, PASSWORD = "pbm-relay", "s3cret-relay-pw"
 
 
-def make_certificate(tmp: Path) -> tuple[Path, Path]:
-    cert, key = tmp / "relay-cert.pem", tmp / "relay-key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", str(key),
-         "-out", str(cert), "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-        check=True, capture_output=True)
-    return cert, key
+def make_certificate(tmp: Path) -> tuple[Path, Path, Path]:
+    """A test CA (trustme: no openssl binary needed) and the relay's
+    certificate for localhost and 127.0.0.1 -> (cert, key, CA file)."""
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    cert, key, ca_file = tmp / "relay-cert.pem", tmp / "relay-key.pem", tmp / "relay-ca.pem"
+    leaf.cert_chain_pems[0].write_to_path(str(cert))
+    leaf.private_key_pem.write_to_path(str(key))
+    ca.cert_pem.write_to_path(str(ca_file))
+    return cert, key, ca_file
 
 
 class SubmissionHandler:
@@ -64,8 +67,9 @@ def authenticator(server, session, envelope, mechanism, auth_data):
 
 class SubmissionRelay:
     def __init__(self, tmp: Path, *, secure: bool = True, implicit_tls: bool = False):
-        cert, key = make_certificate(tmp)
+        cert, key, ca_file = make_certificate(tmp)
         self.cert = cert
+        self.ca_file = ca_file
         self.port = free_port()
         self.handler = SubmissionHandler()
         kwargs: dict = {"enable_SMTPUTF8": True}
@@ -102,7 +106,7 @@ def start_pbm(tmp: Path, relay: SubmissionRelay, **env: str) -> PbmServer:
         "PBM_RELAY_TLS": "starttls",
         "PBM_RELAY_USER": USER,
         "PBM_RELAY_PASSWORD_FILE": str(pw),
-        "SSL_CERT_FILE": str(relay.cert),  # the private CA of this relay
+        "SSL_CERT_FILE": str(relay.ca_file),  # the private CA of this relay
     }
     settings.update(env)
     server = PbmServer(tmp, extra_env={k: v for k, v in settings.items() if v is not None})
