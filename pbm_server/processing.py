@@ -247,7 +247,7 @@ class Worker(Poller):
             authenticated = verdict == OK
             prep.throttled = verdict == THROTTLED
             if len(set(passwords)) > 1:
-                gate._note("Only the first $$password$$ of a mail is checked as your password.")
+                gate.note("Only the first $$password$$ of a mail is checked as your password.")
             if not authenticated:
                 prep.bad_password = True
         is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated

@@ -84,12 +84,12 @@ class CredentialGate:
             first, verdict = self.checked[key]
             if first == password:
                 return verdict
-            self._note(f"Only one password per account is checked in one mail; the other passwords given for {name} were not checked.")
+            self.note(f"Only one password per account is checked in one mail; the other passwords given for {name} were not checked.")
             return UNCHECKED
         until = self._blocked_until([key, sender_key(self.sender)])
         if until is not None:
             self.checked[key] = (password, THROTTLED)
-            self._note(
+            self.note(
                 f"Too many failed password attempts for {name} or from {self.sender}: no password is checked "
                 f"until {until:%Y-%m-%d %H:%M} UTC; nothing that needs one was done."
             )
@@ -103,7 +103,7 @@ class CredentialGate:
             log.exception("could not record a password check")
         return verdict
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
 
