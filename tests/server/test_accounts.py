@@ -46,6 +46,20 @@ def test_password_change(pbm):
     assert "does not match the account bob" in old
 
 
+def test_a_changed_password_is_not_remembered_by_the_worker(pbm):
+    """The worker remembers passwords it verified (docs/security.md): after a
+    change the old one, verified a moment ago, is refused all the same."""
+    email = pbm.register("cara", "first-pass1")
+    pbm.secrets.add("second-pass2")
+    pbm.new_game("giveaway", "ring")
+    assert "does not match" not in pbm.flat(pbm.mail(email, "ring", "JOIN\n$$first-pass1$$"))
+    assert "does not match" not in pbm.flat(pbm.mail(email, "pbm", "games\n$$first-pass1$$"))
+    assert "your password is changed" in pbm.flat(pbm.mail(email, "pbm", "password cara first-pass1 second-pass2"))
+    old = pbm.flat(pbm.mail(email, "ring", "LEAVE\n$$first-pass1$$"))
+    assert "does not match the account cara" in old
+    assert pbm.sql("SELECT count(*) FROM memberships m JOIN accounts a ON a.id = m.account_id WHERE a.handle = 'cara'")[0][0] == 1
+
+
 def test_subject_line_carries_a_command(pbm):
     reply = pbm.mail("dora@example.org", "pbm", "", subject="register dora explorer99")
     assert "almost done" in pbm.flat(reply)
