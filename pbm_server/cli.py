@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -21,7 +22,7 @@ from pbm_server import __version__, clock
 from pbm_server import settings as settings_mod
 from pbm_server.compose import Composer
 from pbm_server.creation import create_game
-from pbm_server.db import Database
+from pbm_server.db import EXCLUSIVE, Database
 from pbm_server.errors import DeskError
 from pbm_server.inbound import store_messages
 from pbm_server.localtime import show_time
@@ -142,14 +143,18 @@ def main(verbose: bool):
 
 @main.command(epilog=_settings_help())
 @click.option("--without", "without", multiple=True, type=click.Choice(["listener", "worker", "outbound", "scheduler"]), help="leave a part out (run it in another process)")
+@click.option("--workers", "workers", type=click.IntRange(1, 64), default=None,
+              help="worker threads processing mail (default: PBM_WORKERS)")
 @pass_env
-def serve(env: Env, without):
+def serve(env: Env, without, workers):
     """Run the listener, worker, outbound delivery and scheduler."""
     from pbm_server.server import PARTS, Server
 
     logging.getLogger().setLevel(logging.INFO)
     logging.getLogger("mail.log").setLevel(logging.WARNING)
     settings = env.settings
+    if workers is not None:
+        settings = dataclasses.replace(settings, workers=workers)
     env.db.dispose()  # opened once here so that a bad PBM_DATABASE_URL is one line, not a traceback
     try:
         Server(settings, tuple(p for p in PARTS if p not in without)).serve_forever()
@@ -277,7 +282,7 @@ def account_add(env: Env, handle, email, gm, password):
     if len(password) < MIN_PASSWORD:
         fail(f"a password needs at least {MIN_PASSWORD} characters")
     now = clock.now()
-    with env.db.write() as s:
+    with env.db.write(world=EXCLUSIVE) as s:
         if account_by_handle(s, handle) or s.scalar(select(Account).where(Account.email == email.lower())):
             fail("that handle or address is registered already")
         lookalike = lookalike_refusal(s, handle)
@@ -307,7 +312,7 @@ def game_new(env: Env, kind, name, options, deadline):
     from pbm_server import gmdesk
     from pbm_server.durations import show_duration
 
-    with env.db.write() as s:
+    with env.db.write(world=EXCLUSIVE) as s:
         try:
             now = clock.now()
             g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli")
@@ -407,7 +412,7 @@ def game_import(env: Env, kind, name, file, deadline):
         state = rules.import_state(state)
     except GameError as exc:
         fail(f"{file.name}: {exc}")
-    with env.db.write() as s:
+    with env.db.write(world=EXCLUSIVE) as s:
         try:
             g = create_game(s, kind, name, {}, deadline, clock.now(), state=state)
         except DeskError as exc:
@@ -426,7 +431,7 @@ def game_import(env: Env, kind, name, file, deadline):
 def game_do(env: Env, name, lines):
     """Run command LINES in game NAME as the game master."""
     now = clock.now()
-    with env.db.write() as s:
+    with env.db.write(world=EXCLUSIVE) as s:
         g = find_game(s, name)
         if g is None:
             fail(f"no game named {name}")
@@ -451,7 +456,7 @@ def _desk(env: Env, name: str, op, *, read: bool = False):
     """Run ``op(session, game, mailer, now)`` on game NAME in one transaction."""
     from pbm_server.errors import DeskError as _DeskError
 
-    ctx = env.db.read() if read else env.db.write()
+    ctx = env.db.read() if read else env.db.write(world=EXCLUSIVE)
     with ctx as s:
         g = find_game(s, name)
         if g is None:
@@ -575,7 +580,7 @@ def turn():
 @pass_env
 def turn_run(env: Env, name, expected):
     """Process the game's current turn now, as if its deadline had passed."""
-    with env.db.write() as s:
+    with env.db.write(world=EXCLUSIVE) as s:
         g = find_game(s, name)
         if g is None:
             fail(f"no game named {name}")
@@ -734,7 +739,7 @@ def mail_status(env: Env):
 @pass_env
 def mail_retry(env: Env, inbox_id):
     """Put a shunted mail back in the queue (after the fault is fixed)."""
-    with env.db.write() as s:
+    with env.db.write(world=EXCLUSIVE) as s:
         row = s.get(InboundMail, inbox_id)
         if row is None or row.status != "shunted":
             fail(f"inbox {inbox_id} is not a shunted mail")

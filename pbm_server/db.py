@@ -3,13 +3,30 @@ Alembic upgrades, and the two kinds of transaction the server uses.
 
 On SQLite every writing transaction starts with ``BEGIN IMMEDIATE``, so two
 writers (two threads, or two ``pbm serve`` processes) queue for the lock
-instead of failing half-way; readers use a plain deferred ``BEGIN``.  On
-PostgreSQL writers that must not run side by side take an advisory lock
-(:func:`serialize`).
+instead of failing half-way; readers use a plain deferred ``BEGIN``.
+
+On PostgreSQL writers that must not run side by side take advisory locks
+(:meth:`Database.write`), always in this order, so that no two can wait for
+each other:
+
+1. the keys of what the transaction changes, sorted: ``game:NAME`` for one
+   game, ``server`` for the commands to pbm@DOMAIN (a worker holds its mail's
+   key from picking the mail until it is done: :class:`RouteLocks`);
+2. the *world* lock, shared by everything that names its keys, exclusive for
+   work that may touch anything (the GM's mails and the CLI);
+3. one lock of a kind of work (the scheduler's, the outbox's, the throttle's).
+
+So mails of different games are processed side by side, by several worker
+threads or several ``pbm serve`` processes on one database
+(docs/scaling.md), while the mails of one game are processed one at a time
+in the order they arrived.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections.abc import Iterable
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
@@ -18,13 +35,27 @@ from typing import Iterator
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 #: advisory lock ids (PostgreSQL) for work that must not run twice at once
-LOCK_PROCESSING = 7301
+LOCK_WORLD = 7301
 LOCK_SCHEDULER = 7302
 LOCK_OUTBOUND = 7303
+
+SHARED, EXCLUSIVE = "shared", "exclusive"
+
+
+def lock_id(key: str) -> int:
+    """The advisory lock id of a key such as ``game:g1`` (64-bit, signed)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8, person=b"pbm-lock").digest(), "big", signed=True)
+
+
+def game_key(name: str) -> str:
+    return "game:" + name.lower()
+
+
+SERVER_KEY = "server"
 
 
 def make_engine(url: str, max_pages: int = 0) -> Engine:
@@ -120,14 +151,23 @@ class Database:
         upgrade(self.engine)
 
     @contextmanager
-    def write(self, lock: int | None = None) -> Iterator[Session]:
+    def write(self, lock: int | None = None, *, keys: Iterable[str] = (), world: str | None = None) -> Iterator[Session]:
         """One writing transaction: committed on success, rolled back on error.
-        ``lock``: on PostgreSQL also take that advisory lock for the transaction
-        (SQLite's BEGIN IMMEDIATE already serializes every writer)."""
+        On PostgreSQL it first takes, for the transaction, the advisory locks
+        of ``keys`` (sorted), then the world lock (``world``: SHARED or
+        EXCLUSIVE), then ``lock``; see the module's docstring.  SQLite's
+        BEGIN IMMEDIATE already serializes every writer."""
         with self._writer() as session:
             with session.begin():
-                if lock is not None and not self.is_sqlite:
-                    session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock})
+                if not self.is_sqlite:
+                    for key in sorted(set(keys)):
+                        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_id(key)})
+                    if world == SHARED:
+                        session.execute(text("SELECT pg_advisory_xact_lock_shared(:k)"), {"k": LOCK_WORLD})
+                    elif world == EXCLUSIVE:
+                        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK_WORLD})
+                    if lock is not None:
+                        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock})
                 yield session
 
     @contextmanager
@@ -138,3 +178,59 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class RouteLocks:
+    """The keys one worker holds from picking a mail until it is done with it.
+
+    PostgreSQL: session-level advisory locks on a connection of the worker's
+    own, so they hold across the mail's transactions, are seen by every
+    process on the database, and go away with the connection if the process
+    dies.  SQLite (one process): a set shared by the worker threads of this
+    process; other processes on the same file are kept in order by SQLite's
+    single writer and the status check of each mail."""
+
+    _taken: dict[str, set[str]] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, db: Database):
+        self.db = db
+        self._conn: Connection | None = None
+
+    def _connection(self) -> Connection:
+        if self._conn is None or self._conn.closed or self._conn.invalidated:
+            self._conn = self.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        return self._conn
+
+    def take(self, key: str) -> bool:
+        """Take ``key`` if nobody holds it; False otherwise."""
+        if self.db.is_sqlite:
+            with self._guard:
+                taken = self._taken.setdefault(self.db.url, set())
+                if key in taken:
+                    return False
+                taken.add(key)
+                return True
+        try:
+            return bool(self._connection().execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_id(key)}).scalar())
+        except Exception:
+            self.close()  # a broken connection holds nothing any more
+            raise
+
+    def release(self, key: str) -> None:
+        if self.db.is_sqlite:
+            with self._guard:
+                self._taken.get(self.db.url, set()).discard(key)
+            return
+        try:
+            self._connection().execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_id(key)})
+        except Exception:
+            self.close()  # closing the connection releases its locks
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None

@@ -71,7 +71,9 @@ class Game(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     kind: Mapped[str] = mapped_column(String(32))
     options: Mapped[dict] = mapped_column(JSON)
-    state: Mapped[dict] = mapped_column(JSON)
+    #: loaded only when read (a large game's document is big); the worker
+    #: keeps recent versions decoded in memory (pbm_server/statecache.py)
+    state: Mapped[dict] = mapped_column(JSON, deferred=True)
     #: bumped on every change of state
     version: Mapped[int] = mapped_column(Integer, default=1)
     #: the turn now open for orders (1-based)
@@ -161,7 +163,7 @@ class Snapshot(Base):
     #: created | before | after | import | rollback
     phase: Mapped[str] = mapped_column(String(16))
     version: Mapped[int]
-    state: Mapped[dict] = mapped_column(JSON)
+    state: Mapped[dict] = mapped_column(JSON, deferred=True)
     #: the revealed seed of the turn (after) or None
     seed: Mapped[str | None] = mapped_column(String(64))
     #: the report of the turn as mailed (plain text), for `history`

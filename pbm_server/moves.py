@@ -3,7 +3,6 @@ applied to the stored state, and the game's tick as time passes."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -15,14 +14,18 @@ from pbm_server.lookup import audit
 from pbm_server.models import Game
 from pbm_server.notices import Mailer
 from pbm_server.seeds import fresh_rng, keep_rng, turn_rng
+from pbm_server.statecache import StateCache
 
 
 def apply_commands(
-    session: Session, game: Game, rules: Rules, commands: list[Command], ctx: Context, inbound_id: int | None, gm_actor: str | None = None
+    session: Session, game: Game, rules: Rules, commands: list[Command], ctx: Context, inbound_id: int | None,
+    gm_actor: str | None = None, states: StateCache | None = None,
 ) -> Outcome:
     """A mail's (or the GM's) command lines through the game.  Lines run as
-    the game master are written to the audit log (``gm_actor``: who)."""
-    state = json.loads(json.dumps(game.state))
+    the game master are written to the audit log (``gm_actor``: who).
+    ``states``: the worker's decoded states (the rules never change the state
+    they are given, so it is not copied)."""
+    state = states.state(game) if states is not None else game.state
     # the dice come from the turn's stream, whatever generator the caller made;
     # a game without turns has no published stream: fresh OS randomness each time
     ctx.rng = turn_rng(game) if rules.has_turns else fresh_rng()
@@ -30,6 +33,8 @@ def apply_commands(
     if rules.has_turns:
         keep_rng(game, ctx.rng)
     save_state(game, outcome.state, ctx.now)
+    if states is not None:
+        states.stage(game)
     actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"
     record_outcome(session, game, outcome, ctx.now, "gm" if ctx.actor and ctx.actor.is_gm else actor, inbound_id)
     if ctx.actor and ctx.actor.is_gm and commands:
@@ -41,7 +46,7 @@ def apply_commands(
 
 def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
     rules = get_rules(game.kind)
-    state = json.loads(json.dumps(game.state))
+    state = game.state
     rng = turn_rng(game) if rules.has_turns else fresh_rng()
     outcome = rules.tick(state, Context(now=now, rng=rng, turn=game.turn, game_name=game.name))
     if outcome is None:

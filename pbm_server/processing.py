@@ -33,7 +33,7 @@ from pbm_server import clock
 from pbm_server.commands.dispatch import REGISTRY, ServerContext
 from pbm_server.compose import Composer, Reply
 from pbm_server.creation import create_game
-from pbm_server.db import LOCK_PROCESSING, Database, is_transient
+from pbm_server.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.headers import clean_msgid, clean_msgids, clean_text
 from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game
 from pbm_server.mailtext import (
@@ -57,6 +57,7 @@ from pbm_server.seeds import seed_hash
 from pbm_server.senderauth import unverified_reason
 from pbm_server.settings import Settings
 from pbm_server.shunts import ShuntNotices
+from pbm_server.statecache import StateCache
 from pbm_server.throttle import OK, THROTTLED, CredentialGate
 
 log = logging.getLogger(__name__)
@@ -135,38 +136,92 @@ class Worker(Poller):
         self.mailer = Mailer(composer)
         self.shunts = ShuntNotices(settings, self.tell_gm)
         self._db_failures = 0  # transient database errors in a row
+        self.states = StateCache()  # decoded game states by version
+        self.routes = RouteLocks(db)  # the route (game) of the mail in hand
         self.on_processed: Callable[[], None] | None = None  # after each commit
 
     # -- loop ----------------------------------------------------------------
-    def next_id(self) -> int | None:
+    #: how many of the oldest waiting mails a worker looks at to find one whose
+    #: game (route) no other worker is busy with
+    LOOK_AHEAD = 256
+
+    def route_key(self, rcpts: list[str]) -> str:
+        """What a mail's processing is serialized on: its game's key for a mail
+        to NAME@DOMAIN, the server's for pbm@ (and postmaster@)."""
+        domain = "@" + self.settings.domain.lower()
+        for r in rcpts:
+            r = r.lower()
+            if r.endswith(domain):
+                local = r[: -len(domain)]
+                return SERVER_KEY if local in ("pbm", "postmaster") else game_key(local)
+        return SERVER_KEY
+
+    def waiting(self) -> list[tuple[int, str]]:
+        """(inbox id, route key) of the oldest waiting mails, oldest first."""
         with self.db.read() as s:
-            return s.scalar(select(InboundMail.id).where(InboundMail.status == "new").order_by(InboundMail.id).limit(1))
+            rows = s.execute(select(InboundMail.id, InboundMail.rcpt_tos).where(InboundMail.status == "new")
+                             .order_by(InboundMail.id).limit(self.LOOK_AHEAD)).all()
+        return [(i, self.route_key(list(r or []))) for i, r in rows]
+
+    def pick(self) -> tuple[int, str] | None:
+        """The oldest waiting mail of a route nobody else is working on, with
+        that route's key taken; None when there is none."""
+        tried: set[str] = set()
+        for _, key in self.waiting():
+            if key in tried:
+                continue
+            tried.add(key)
+            if not self.routes.take(key):
+                continue  # another worker is on this game
+            # under the key: the oldest waiting mail of the route, afresh
+            first = next((i for i, k in self.waiting() if k == key), None)
+            if first is not None:
+                return first, key
+            self.routes.release(key)
+        return None
+
+    def next_id(self) -> int | None:
+        """The oldest waiting mail (for tools and tests; the loop uses pick)."""
+        waiting = self.waiting()
+        return waiting[0][0] if waiting else None
 
     def run_once(self) -> bool:
-        inbox_id = self.next_id()
-        if inbox_id is None:
+        picked = self.pick()
+        if picked is None:
             self.shunts.flush(self.db)
             return False
-        self.process(inbox_id)
+        inbox_id, key = picked
+        try:
+            self.process(inbox_id, held=key)
+        finally:
+            self.routes.release(key)
         if self.on_processed:
             self.on_processed()
         return True
+
+    def close(self) -> None:
+        self.routes.close()
 
     def step(self) -> bool:
         return self.run_once()
 
     # -- one mail --------------------------------------------------------------
-    def process(self, inbox_id: int) -> None:
+    def process(self, inbox_id: int, held: str | None = None) -> None:
+        """One mail, start to end.  ``held``: the route key this worker holds
+        (never asked for again inside: that would wait for itself)."""
         try:
             prep = self.prepare(inbox_id)
             if prep is None:
                 return
-            with self.db.write(lock=LOCK_PROCESSING) as s:
+            keys, world = self.locks_for(prep, held)
+            with self.db.write(keys=keys, world=world) as s:
                 row = s.get(InboundMail, inbox_id)
                 if row is None or row.status != "new":
                     return  # another worker got it first
                 self.execute(s, row, prep)
+            self.states.keep()
         except Exception as exc:
+            self.states.drop()
             if is_transient(exc):
                 # the database, not the mail: leave it new and try again later
                 self._back_off(inbox_id, exc)
@@ -177,6 +232,23 @@ class Worker(Poller):
                 self._back_off(inbox_id, exc)  # not even that could be written
                 return
         self._db_failures = 0
+
+    @staticmethod
+    def locks_for(prep: Prepared, held: str | None) -> tuple[list[str], str]:
+        """The locks of a mail's write transaction (pbm_server/db.py): the GM's
+        mails may touch any game and take the world; everybody else's take
+        their game's key and share the world."""
+        if prep.actor.is_gm:
+            return [], EXCLUSIVE
+        keys = []
+        if prep.server_lines:
+            keys.append(SERVER_KEY)
+        route = prep.route
+        if isinstance(route, ToGame):
+            keys.append(game_key(route.name))
+        elif isinstance(route, NewGameOf):
+            keys.append(game_key(route.kind))
+        return [k for k in keys if k != held], SHARED
 
     def _back_off(self, inbox_id: int, exc: Exception) -> None:
         """Wait before the next try, doubling like outbound's retries."""
@@ -421,7 +493,8 @@ class Worker(Poller):
     def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str:
         route = prep.route
         if isinstance(route, NewGameOf):
-            game = create_game(s, route.kind, route.kind, {}, None, now, actor="system")
+            # another mail may have made it since this one was read
+            game = find_game(s, route.kind) or create_game(s, route.kind, route.kind, {}, None, now, actor="system")
         elif isinstance(route, ToGame):
             found = find_game(s, route.name)
             if found is None:
@@ -449,7 +522,7 @@ class Worker(Poller):
             game_name=game.name,
             emails=dict(prep.emails),
         )
-        outcome = apply_commands(s, game, rules, prep.commands, ctx, row.id)
+        outcome = apply_commands(s, game, rules, prep.commands, ctx, row.id, states=self.states)
         answered = {id(r.line) for r in outcome.results}
         results = list(outcome.results)
         for cmd in prep.commands:
@@ -535,7 +608,7 @@ class Worker(Poller):
         """Set the mail aside; False if that could not be written."""
         detail = "".join(traceback.format_exception(exc))[-4000:]
         try:
-            with self.db.write(lock=LOCK_PROCESSING) as s:
+            with self.db.write(world=SHARED) as s:
                 row = s.get(InboundMail, inbox_id)
                 if row is None or row.status != "new":
                     return True  # another worker has dealt with it

@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session
 from games import get_rules
 from games.base import Notice
 from pbm_server import clock
-from pbm_server.db import LOCK_SCHEDULER, Database
+from pbm_server.db import LOCK_SCHEDULER, SHARED, Database, game_key
 from pbm_server.errors import DeskError
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle, audit
@@ -122,7 +122,12 @@ class Scheduler:
         done = 0
         for game_id in ids:
             try:
-                with self.db.write(lock=LOCK_SCHEDULER) as s:
+                with self.db.read() as s:
+                    name = s.scalar(select(Game.name).where(Game.id == game_id))
+                if name is None:
+                    continue
+                # the game's key: no worker is processing a mail of it meanwhile
+                with self.db.write(lock=LOCK_SCHEDULER, keys=[game_key(name)], world=SHARED) as s:
                     game = s.get(Game, game_id)
                     if game is None:
                         continue
@@ -141,7 +146,7 @@ class Scheduler:
         were told of this very error already."""
         error = f"{type(exc).__name__}: {exc}"[:2000]
         try:
-            with self.db.write(lock=LOCK_SCHEDULER) as s:
+            with self.db.write(lock=LOCK_SCHEDULER, world=SHARED) as s:
                 # the name only: the game's state may be what is broken
                 name = s.scalar(select(Game.name).where(Game.id == game_id))
                 if name is None:

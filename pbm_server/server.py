@@ -34,6 +34,7 @@ mail the worker parses and answers is time the event loop cannot accept mail
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -101,10 +103,14 @@ class Server:
         self.local_parts = ("listener",) if self.split else parts
         self.db = Database(settings.database_url, settings.sqlite_max_page_count)
         self.composer = Composer(settings)
-        self.worker = Worker(self.db, settings, self.composer)
+        #: settings.workers worker threads; they share nothing but the database
+        #: (and, on SQLite, the set of routes being worked on: pbm_server/db.py)
+        self.workers = [Worker(self.db, settings, self.composer) for _ in range(settings.workers)]
+        self.worker = self.workers[0]
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
         self.scheduler = Scheduler(self.db, settings, self.worker.mailer, on_mail=self.outbound.wake.set)
-        self.worker.on_processed = self.outbound.wake.set
+        for worker in self.workers:
+            worker.on_processed = self.outbound.wake.set
         self.writer: IntakeWriter | None = None
         self.controller: Controller | None = None
         self.threads: list[threading.Thread] = []
@@ -185,7 +191,7 @@ class Server:
                 return  # the listener is gone
             if max(data) >= INTAKE_GROUP:
                 self._last_intake = time.monotonic()
-            self.worker.wake.set()
+            self._wake_workers()
 
     def _watch_parent(self, parent: int) -> None:
         while not self._stopping.wait(1.0):
@@ -196,7 +202,7 @@ class Server:
     def _wake_local(self, n: int = 1) -> None:
         if n >= INTAKE_GROUP:
             self._last_intake = time.monotonic()
-        self.worker.wake.set()
+        self._wake_workers()
 
     def _intake_busy(self) -> bool:
         return bool(self.intake_first) and time.monotonic() - self._last_intake < INTAKE_WINDOW
@@ -206,8 +212,15 @@ class Server:
         if self._intake_busy():
             self._stopping.wait(min((time.thread_time() - cpu_start) * self.intake_first, 0.05))
 
-    def _run_worker(self) -> None:
-        self.worker.run(after_busy=self._rest)
+    def _wake_workers(self) -> None:
+        for worker in self.workers:
+            worker.wake.set()
+
+    def _run_worker(self, worker: Worker) -> None:
+        try:
+            worker.run(after_busy=self._rest)
+        finally:
+            worker.close()
 
     def _run_outbound(self) -> None:
         """One mail a pass while mail streams in, so intake goes first."""
@@ -224,8 +237,12 @@ class Server:
                 os.nice(self.settings.backend_nice)
             threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
         self.db.upgrade()
-        for name, target in (("worker", self._run_worker), ("outbound", self._run_outbound), ("scheduler", self.scheduler.run)):
-            if name in self.local_parts:
+        targets: list[tuple[str, str, Callable[[], None]]] = [
+            ("worker", f"worker-{i + 1}", functools.partial(self._run_worker, w)) for i, w in enumerate(self.workers)
+        ]
+        targets += [("outbound", "outbound", self._run_outbound), ("scheduler", "scheduler", self.scheduler.run)]
+        for part, name, target in targets:
+            if part in self.local_parts:
                 t = threading.Thread(target=target, name=name, daemon=True)
                 t.start()
                 self.threads.append(t)
@@ -263,7 +280,8 @@ class Server:
         if self._wake_w is not None:
             os.close(self._wake_w)
             self._wake_w = None
-        self.worker.stop()
+        for worker in self.workers:
+            worker.stop()
         self.outbound.stop()
         self.scheduler.stop()
         for t in self.threads:

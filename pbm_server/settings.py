@@ -95,6 +95,10 @@ def _processes(value: int) -> str | None:
     return None if value in (1, 2) else "expected 1 (one process) or 2 (the listener in its own process)"
 
 
+def _workers(value: int) -> str | None:
+    return None if 1 <= value <= 64 else "expected a number of worker threads from 1 to 64"
+
+
 def _optional_domain(value: str) -> str | None:
     return None if value == "" else _domain(value)
 
@@ -170,6 +174,10 @@ class Settings:
     tick_seconds: float = _setting(60.0, "how often the scheduler calls each game's tick", _positive)
     serve_processes: int = _setting(
         2, "1: pbm serve runs in one process; 2: the listener apart from worker, outbound and scheduler", _processes
+    )
+    workers: int = _setting(
+        1, "worker threads processing mail in each back end; mails of different games run side by side, "
+        "those of one game in order (pbm serve --workers N)", _workers,
     )
     intake_first: float = _setting(
         3.0, "while mail streams in, the back end rests this many times the CPU time each mail took; 0: off",

@@ -129,7 +129,9 @@ class Table:
         assert len(out.results) == len(commands), "not one result per line"
         assert [r.line for r in out.results] == [c.line for c in commands], "results out of line order"
         assert self.state == before, "apply changed the state it was given"
-        json.dumps(out.state)  # always a JSON document
+        # always a JSON document, exactly as it reads back (the server keeps it
+        # in memory as returned: pbm_server/statecache.py)
+        assert json.loads(json.dumps(out.state)) == out.state, "the state is not what JSON gives back"
         return out
 
     def send(self, sender: str | None, *texts: str, **kw: Any) -> Outcome:
@@ -142,7 +144,7 @@ class Table:
         before = copy.deepcopy(self.state)
         out = self.rules.run_turn(self.state, self.ctx(None, rng=rng, turn=turn, now=now))
         assert self.state == before, "run_turn changed the state it was given"
-        json.dumps(out.state)
+        assert json.loads(json.dumps(out.state)) == out.state, "the state is not what JSON gives back"
         self.keep(out)
         return out
 
