@@ -86,7 +86,8 @@ def run_turn(
     revealed = None
     if outcome.turn_done:
         game.turn += 1
-        game.turn_seed = new_seed()
+        # a turn whose seed's hash was published before a rollback keeps that seed
+        game.turn_seed = committed_seed(session, game, game.turn) or new_seed()
         game.rng_state = None
         revealed = seed
     else:
@@ -140,6 +141,20 @@ def run_turn(
     return outcome
 
 
+def committed_seed(session: Session, game: Game, turn: int) -> str | None:
+    """The seed already committed to for ``turn`` (its hash was published)
+    before a rollback took the game back behind it; None if there is none."""
+    rows = session.scalars(
+        select(Snapshot.rng).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.turn < turn)
+        .order_by(Snapshot.id.desc())
+    ).all()
+    for rng in rows:
+        seed = ((rng or {}).get("committed") or {}).get(str(turn))
+        if seed:
+            return str(seed)
+    return None
+
+
 def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datetime, actor: str) -> Snapshot:
     """Put the game back as it was just before ``turn`` was processed: its
     state, turn number, turn seed and random stream; orders held in the game
@@ -166,6 +181,17 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
             f"(now open: {rules.turn_name} {game.turn}); nothing was changed"
         )
     current = game.turn
+    # the seeds of the turns after ``turn`` whose hashes are published: a rerun
+    # must draw from the same ones, or a GM could roll back for fresh dice
+    committed: dict[str, str] = {}
+    for later in range(turn + 1, current + 1):
+        before = session.scalar(
+            select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.turn == later, Snapshot.phase == "before",
+                                   Snapshot.id > cut).order_by(Snapshot.id.desc()).limit(1)
+        )
+        seed = (before.rng or {}).get("seed") if before is not None else None
+        committed[str(later)] = seed or (game.turn_seed if later == current else "")
+    committed = {t: sd for t, sd in committed.items() if sd}
     game.state = json.loads(json.dumps(snap.state))
     game.version += 1
     game.updated_at = now
@@ -183,7 +209,8 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
     # (the mails themselves stay in the inbox); those of ``turn`` itself are kept
     for stale in session.scalars(select(Order).where(Order.game_id == game.id, Order.turn > turn)).all():
         session.delete(stale)
-    session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now))
+    session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now,
+                         rng={"committed": committed}))
     audit(session, now, actor, "turn rollback", f"{game.name} back to before {rules.turn_name} {turn} (was at {current})", game)
     text = (
         f"The game master has rolled {game.name} back to the moment before {rules.turn_name} {turn} was processed. "

@@ -45,7 +45,7 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
     other = random.Random(int.from_bytes(hashlib.sha256(b"other").digest(), "big"))
     assert [(sides, other.randint(1, sides)) for sides, _ in rolls] != rolls
     # the next week's hash is already published in the same report
-    assert re.search(r"SHA-256 of the seed of week 2: [0-9a-f]{64}", text)
+    next_hash = re.search(r"SHA-256 of the seed of week 2: ([0-9a-f]{64})", text).group(1)
 
     # a rollback cannot re-roll: the week runs again with the same seed and stream
     pbm.cli("turn", "rollback", "town", "1")
@@ -61,3 +61,9 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
     assert rolls2[: len(rolls)] == rolls  # (the extra EXPLORE may be refused in a fight)
     rng = random.Random(int.from_bytes(bytes.fromhex(seed), "big"))
     assert [(sides, rng.randint(1, sides)) for sides, _ in rolls2] == rolls2
+    # nor can it buy fresh dice for the next week: its published hash stands
+    assert f"SHA-256 of the seed of week 2: {next_hash}" in text2
+    pbm.run_turn("town", "--turn", "2")
+    week2 = [m for m in pbm.inbox("alice@example.org") if "report for week 2" in str(m["Subject"])]
+    seed2 = re.search(r"Random seed of week 2: ([0-9a-f]{64})", pbm.text(week2[-1])).group(1)
+    assert hashlib.sha256(bytes.fromhex(seed2)).hexdigest() == next_hash
