@@ -17,6 +17,7 @@ the mail stays new and is tried again after a doubling delay.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import traceback
@@ -31,7 +32,7 @@ from games import KINDS, get_rules
 from games.base import Actor, Command, Context, Line, Result
 from pbm_server import clock
 from pbm_server.commands.dispatch import REGISTRY, ServerContext
-from pbm_server.compose import Composer, Reply
+from pbm_server.compose import Composer, Reply, redact
 from pbm_server.creation import create_game
 from pbm_server.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.headers import clean_msgid, clean_msgids, clean_text
@@ -117,6 +118,10 @@ class Prepared:
     #: why the From address cannot be trusted (Authentication-Results); None: trusted or not checked
     unverified: str | None = None
     secrets: set[str] = field(default_factory=set)
+    #: words that may be a misplaced password but may just as well be a handle
+    #: (the userid of a failed `curio move` line, the words after a stray $$):
+    #: masked in the echo of the sender's own lines only, never elsewhere
+    echo_secrets: set[str] = field(default_factory=set)
     emails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     #: an abuse report (ARF): its summary; recorded, never answered
@@ -293,7 +298,7 @@ class Worker(Poller):
         for number, fragments in stray:
             # a $$ without its partner: the line may hold a password, so it is
             # neither read nor echoed, and its words are masked everywhere
-            prep.secrets.update(fragments)
+            prep.echo_secrets.update(fragments)
             where = "the Subject" if number == 0 else f"line {number}"
             prep.notes.append(f"{where.capitalize()} has password marks without a partner and was not read; "
                               "write the password as $$password$$ on one line.")
@@ -389,7 +394,7 @@ class Worker(Poller):
             userid, password = cmd.credentials
             prep.secrets.add(password)
             if prep.unverified:
-                prep.secrets.add(userid)
+                prep.echo_secrets.add(userid)
                 if cmd.error is None:
                     cmd.error = f"the sender of this mail could not be verified ({prep.unverified}); nothing was done"
                 return
@@ -399,7 +404,7 @@ class Worker(Poller):
                 cmd.actor = acc.handle
             else:
                 # the "userid" slot may hold a misplaced password: never echo it
-                prep.secrets.add(userid)
+                prep.echo_secrets.add(userid)
                 if cmd.error is None and verdict == THROTTLED:
                     cmd.error = "too many failed password attempts: the password was not checked (see above); nothing was done"
                 elif cmd.error is None:
@@ -460,6 +465,10 @@ class Worker(Poller):
                 "Your mail held no commands. Mail \"help\" to " + self.settings.server_address + " for the list of commands."
             )
         reply.results.sort(key=lambda r: r.line.number)
+        if prep.echo_secrets:
+            # only the refused lines' echoes: a good line's handle stays as written
+            reply.results = [r if r.ok else dataclasses.replace(r, text=redact(r.text, prep.echo_secrets))
+                             for r in reply.results]
         if self.settings.failpoint and mail.subject == self.settings.failpoint:
             raise RuntimeError(f"failpoint {self.settings.failpoint!r} reached")
         row.status = "done"

@@ -196,3 +196,20 @@ def test_unreadable_line_is_masked_only_in_its_echo(pbm):
     assert "> what are **** ****" in text
     assert text.count("****") == 2  # the two masked words of the echo, nowhere else
     assert "the rules" in text.split("Help", 1)[1] or " the " in text.split("Help", 1)[1]
+
+
+def test_a_failed_line_masks_its_own_echo_and_no_handle_in_anyones_mail(pbm):
+    """A mail with one good curio move and one line whose password is not
+    checked: the opponent's board mail names the mover, and only the echo of
+    the failed line in the sender's reply hides its words (issue 17.2)."""
+    alice, bob = pbm.register("alice", "alice-pass-1"), pbm.register("bob", "bob-pass-22")
+    pbm.mail(alice, "pbm", "curio challenge alice bob $$alice-pass-1$$")
+    before = len(pbm.inbox(bob))
+    reply = pbm.mail(alice, "pbm", "curio move 101 alice alice-pass-1 a2-a3\ncurio resign 101 alice wrong-pass-1")
+    text = pbm.text(reply)
+    assert "alice-pass-1" not in text and "wrong-pass-1" not in text
+    assert "> curio resign 101 **** ****" in text  # the failed line's userid slot and password
+    assert "curio move 101 alice **** a2-a3" in text  # the good line keeps its handle
+    board = pbm.wait_for(bob, before + 1)[-1]
+    board_text = pbm.text(board)
+    assert "alice (Light)" in board_text and "****" not in board_text, board_text
