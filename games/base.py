@@ -354,6 +354,12 @@ class Rules(Generic[MailT]):
     def export_state(self, state: State) -> dict[str, Any]:
         return state
 
+    def turn_of(self, state: State) -> int | None:
+        """The turn now open in ``state`` by the game's own count (what the
+        server's turn number must be when a bare state is imported); None:
+        the state does not say."""
+        return None
+
     # -- mail ---------------------------------------------------------------
     def parse(self, lines: list[Line]) -> list[Command]:
         """Parse command lines.  Never raises: a bad line becomes a Command

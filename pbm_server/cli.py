@@ -412,6 +412,9 @@ def game_import(env: Env, kind, name, file, deadline):
         state = rules.import_state(state)
     except GameError as exc:
         fail(f"{file.name}: {exc}")
+    if not (isinstance(doc, dict) and doc.get("format") == EXPORT_FORMAT):
+        # a bare state: the server's turn number follows the game's own count
+        turn = rules.turn_of(state) or 1
     with env.db.write(world=EXCLUSIVE) as s:
         try:
             g = create_game(s, kind, name, {}, deadline, clock.now(), state=state)

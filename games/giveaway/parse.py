@@ -30,10 +30,33 @@ def parse_line(line: Line) -> Command:
     return Command(line, "?", error=f"unknown command {shown!r}: expected {COMMANDS}")
 
 
+def _shown(word: str) -> str:
+    return repr(word if len(word) <= 30 else word[:30] + "...")
+
+
+def give_mistake(words: list[str]) -> str:
+    """What is wrong with a GIVE line the pattern did not match, naming the
+    word at fault."""
+    rest = words[1:]
+    if rest and rest[0].lower() in ("to", "point", "points"):
+        return f"the number of points is missing before {_shown(rest[0])}"
+    if len(rest) >= 2 and rest[1].lower() in ("point", "points"):
+        rest = [rest[0]] + rest[2:]
+    if len(rest) < 2:
+        return "TO and the handle of the receiver are missing" if rest else "the points and the receiver are missing"
+    if rest[1].lower() != "to":
+        if len(rest) == 2:
+            return f"TO is missing before {_shown(rest[1])}"
+        return f"{_shown(rest[1])} where TO belongs"
+    if len(rest) < 3:
+        return "the handle of the receiver is missing after TO"
+    return f"{_shown(' '.join(rest[3:]))} after the handle: one gift per line, nothing after it"
+
+
 def parse_give(line: Line, text: str) -> Command:
     m = _GIVE.match(text)
     if not m:
-        return Command(line, "give", error=GIVE_SYNTAX)
+        return Command(line, "give", error=f"{give_mistake(text.split())}; {GIVE_SYNTAX}")
     n_text, to = m.group("n"), m.group("to").rstrip(".,;:!")
     if not to:
         return Command(line, "give", error=GIVE_SYNTAX)

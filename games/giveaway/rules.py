@@ -111,6 +111,9 @@ class GiveawayRules(Rules[GiveawayMail]):
     def export_state(self, state: State) -> dict[str, Any]:
         return dump(load(state))
 
+    def turn_of(self, state: State) -> int | None:
+        return load(state).round
+
     # -- mail ---------------------------------------------------------------
     def parse_line(self, line: Line) -> Command:
         return parse.parse_line(line)

@@ -71,3 +71,24 @@ def test_refusals_are_specific(pbm):
 def test_deadline_is_time_zone_aware(pbm):
     out = pbm.cli("game", "new", "giveaway", "zurich", "--deadline", "at 2030-07-01 12:00 Europe/Zurich").stdout
     assert "2030-07-01 10:00 UTC" in out  # summer time: UTC+2
+
+
+def test_a_bare_state_is_imported_at_the_games_own_turn(pbm):
+    """A hand-written giveaway state in round 5 is imported as round 5, so
+    its report and seed lines name round 5, not round 1 (issue 17.5)."""
+    from games.giveaway.model import PLAYING, Game, Player
+
+    for h in ("ann", "ben", "cat"):
+        pbm.register(h, f"{h}-secret-1")
+    state = Game(round=5, status=PLAYING, players=[Player(h, 3) for h in ("ann", "ben", "cat")]).to_state()
+    path = pbm.tmp / "round5.json"
+    path.write_text(json.dumps(state))
+    out = pbm.cli("game", "import", "giveaway", "late", str(path)).stdout
+    assert "imported at turn 5" in out
+    shown = pbm.text(pbm.mail("ann@example.org", "pbm", "status late\n$$ann-secret-1$$"))
+    assert "SHA-256 of the seed of round 5" in shown, shown
+    run = pbm.cli("turn", "run", "late").stdout
+    assert "round 5 processed" in run, run
+    pbm.settle()
+    report = next(m for m in pbm.inbox("ann@example.org") if "round 5" in str(m["Subject"]))
+    assert "Random seed of round 5:" in pbm.text(report)

@@ -231,7 +231,8 @@ def test_the_last_valid_order_counts():
         (["GIVE 0 TO Bob", "GIVE 3 TO Carol"], ["a gift is at least 1 point: leave out gifts of 0", "not taken: a mail's GIVE lines are one order and another line of it was refused"]),
         (["GIVE 1.5 TO Bob"], ["whole points only (rule 3): '1.5' is not a whole number; expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice"]),
         (["GIVE two TO Bob"], ["'two' is not a number of points; expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice"]),
-        (["GIVE 3 Bob"], ["expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice"]),
+        (["GIVE 3 Bob"], ["TO is missing before 'Bob'; expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice"]),
+        (["GIVE 3 TOO Bob"], ["'TOO' where TO belongs; expected GIVE <n> TO <handle>, e.g. GIVE 2 TO alice"]),
     ],
 )
 def test_refused_orders_say_why_and_keep_the_held_order(texts, messages):
