@@ -34,7 +34,9 @@ def blocks_of(cmds: list[Command]) -> list[list[tuple[int, Command]]]:
 def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str]:
     """Errors of an order set that can never run (index -> reason).  Things
     that depend on the board as others leave it (fences, occupancy,
-    ownership) are not errors: the pre-analysis warns about them."""
+    ownership) are not errors: the pre-analysis warns about them.  A line
+    that could not be read (``error`` set) still counts where it stands, so
+    the lines around it are not blamed for it; it is checked no further."""
     errors: dict[int, str] = {}
     names = [c.name for c in cmds]
     for i, c in enumerate(cmds):
@@ -60,7 +62,7 @@ def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str
             for i, _ in buys:
                 errors.setdefault(i, "BUY needs a move in the same block: you can only buy a field "
                                      "where your move makes an encounter")
-        if len(moves) >= 2:
+        if len(moves) >= 2 and moves[0][1].ok:
             (i1, m1), (i2, m2) = moves[0], moves[1]
             a, t = field_of(m1.args["from"]), field_of(m1.args["to"], on_board=False)
             d = direction(a, t)
@@ -70,7 +72,7 @@ def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str
                 errors[i1] = f"{m1.text} leaves the board"
         if b == 0:
             chips = p.chips or []
-            if len(moves) >= 2:
+            if len(moves) >= 2 and moves[0][1].ok and moves[1][1].ok:
                 (i1, m1), (i2, m2) = moves[0], moves[1]
                 f1, f2 = field_of(m1.args["from"]), field_of(m2.args["from"])
                 if f1 not in chips:
@@ -81,6 +83,8 @@ def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str
                     if f2 != other:
                         errors.setdefault(i2, f"chip 2 must be your other chip, on {fmt(other)}")
             for i, c in block:
+                if not c.ok:
+                    continue
                 if c.name == "fence" and field_of(c.args["at"]) not in chips:
                     errors[i] = f"no chip of yours on {c.args['at']}: fences can only be turned around your own chips"
                 if c.name == "exchange":

@@ -16,6 +16,10 @@ _FENCE = re.compile(rf"^F\s+{F}\s+\[?{SIDE}\]?\s*-+>\s*\[?{SIDE}\]?$", re.IGNORE
 _EXCH = re.compile(rf"^E\s+{F}\s*<-+>\s*{F}$", re.IGNORECASE)
 _BUY = re.compile(rf"^BUY(?:\s+{F})?$", re.IGNORECASE)
 _JOIN = re.compile(rf"^JOIN\s+(\S+)\s+{F}\s+{F}(?:\s+(.*))?$", re.IGNORECASE)
+#: arrows of typography and phones, read as ->
+_UNICODE_ARROWS = str.maketrans({"\u2192": "->", "\u27f6": "->", "\u2794": "->", "\u279c": "->", "\u21d2": "->"})
+#: a move line whose arrow is written some other way (- >, =>, >, ...)
+_ODD_ARROW = re.compile(rf"^{F}(?:\s*(?:-\s+>|=+>|>|-+|~+>)\s*|\s+){F}$")
 
 ORDER_NAMES = ("move", "fence", "exchange", "buy", "use_mt", "leave", "cancel")
 
@@ -44,7 +48,7 @@ def _field_or_error(text: str, what: str) -> tuple[tuple[int, int] | None, str |
 
 
 def parse_line(line: Line) -> Command:
-    text = " ".join(line.text.split())
+    text = " ".join(line.text.translate(_UNICODE_ARROWS).split())
     up = text.upper()
 
     def err(msg: str, name: str = "error") -> Command:
@@ -124,6 +128,8 @@ def parse_line(line: Line) -> Command:
         return _parse_join(line, text)
     if up.startswith("GM"):
         return _parse_gm(line, text)
+    if _ODD_ARROW.match(text):
+        return err(f"write the arrow as ->, e.g. {MOVE_EXAMPLE}", "move")
     word = text.split()[0] if text else ""
     return err(f"unknown command {word!r}; {EXPECTED}")
 

@@ -274,10 +274,8 @@ class RmpmRules(Rules[RmpmMail]):
             return False
         cmds = [commands[i] for i in idx]
         errors = {j: c.error for j, c in enumerate(cmds) if c.error is not None}
-        good = [j for j, c in enumerate(cmds) if c.ok]
-        verr = validate_orders(game, me, [cmds[j] for j in good])
-        for k, msg in verr.items():
-            errors[good[k]] = msg
+        for j, msg in validate_orders(game, me, cmds).items():
+            errors.setdefault(j, msg)
         previous = game.orders.get(handle)
         if errors:
             where = ", ".join(cmds[j].line.where for j in sorted(errors))

@@ -12,3 +12,20 @@ def test_giveaway_names_the_bad_word_of_a_give_line(pbm):
     assert "'.' after the handle" in text, text
     assert "expected GIVE <n> TO <handle>" in text
     assert pbm.sql("SELECT count(*) FROM orders")[0][0] == 0
+
+
+def test_rmpm_arrows_and_a_refused_mails_valid_line(pbm):
+    ann = pbm.register("ann", "ann-secret-1")
+    ben = pbm.register("ben", "ben-secret-1")
+    pbm.new_game("rmpm", "town")
+    pbm.mail(ann, "town", "JOIN an 01-05 25-10 Ann's Arcade\n$$ann-secret-1$$")
+    pbm.mail(ben, "town", "JOIN bn 05-01 10-25 Ben's Bazaar\n$$ben-secret-1$$")
+    pbm.run_turn("town")
+    # a broken arrow: its own line says how to write it, the good line is not blamed
+    text = pbm.flat(pbm.mail(ann, "town", "01-05 - > 02-05\n25-10 -> 24-10\n$$ann-secret-1$$"))
+    assert "write the arrow as ->" in text, text
+    assert "valid, but not taken: line 1 of this mail was refused" in text, text
+    assert "a move needs two lines" not in text
+    # the arrow of phones and word processors is read as ->
+    text = pbm.flat(pbm.mail(ann, "town", "01-05 \u2192 02-05\n25-10 -> 24-10\n$$ann-secret-1$$"))
+    assert "REFUSED" not in text and "01-05 -> 02-05" in text, text
