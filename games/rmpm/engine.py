@@ -272,14 +272,18 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
                 res.note(i, "not executed: no encounter field of this move is for sale")
                 continue
             want = cands[0]
+        failed = None
         if want not in fought:
-            res.note(i, f"not executed: your move made no encounter on {fmt(want)}")
+            failed = f"not executed: your move made no encounter on {fmt(want)}"
         elif want in game.owners:
             owner = game.players.get(game.owners[want])
-            res.note(i, f"not executed: {fmt(want)} is already owned"
-                        + (f" by {owner.abbr}" if owner else ""))
+            failed = f"not executed: {fmt(want)} is already owned" + (f" by {owner.abbr}" if owner else "")
         elif p.capital < FIELD_PRICE:
-            res.note(i, f"not executed: a field costs {FIELD_PRICE} WCU and you have {p.capital}")
+            failed = f"not executed: a field costs {FIELD_PRICE} WCU and you have {p.capital}"
+        if failed is not None:
+            res.note(i, failed)
+            # reported where it happened: after the encounters of the move
+            res.events.append(f"BUY {failed}")
         else:
             p.capital -= FIELD_PRICE
             game.bank += FIELD_PRICE

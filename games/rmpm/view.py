@@ -168,7 +168,8 @@ def update_data(game: Game, upd: UpdateResult) -> dict[str, Any]:
         lines = []
         for i in sorted(s.notes):
             for n in s.notes[i]:
-                if n.startswith("not executed") or "cannot move" in n:
+                # (a BUY that failed is told among the events, after its encounter)
+                if (n.startswith("not executed") or "cannot move" in n) and f"BUY {n}" not in s.events:
                     lines.append(n)
         lines.extend(s.events)
         if lines:

@@ -150,7 +150,11 @@ def test_buy_a_named_field_and_both(t):
 def test_buy_refused_cases(t):
     out = buy_game(t, "BUY", capital=400)
     assert out.state["owners"] == {} and out.state["players"]["a"]["capital"] == 400
-    assert "a field costs 500 WCU and you have 400" in t.text(out.notices[0].data)
+    text = t.text(out.notices[0].data)
+    assert "a field costs 500 WCU and you have 400" in text
+    # told after the encounter that made it possible (and, here, unaffordable), once
+    assert text.index("encounter on 10-03") < text.index("BUY not executed: a field costs 500")
+    assert text.count("a field costs 500 WCU") == 1
     out = buy_game(t, "BUY 10-03", owners={"10-03": "w"})
     assert out.state["owners"] == {"10-03": "w"}
     assert "10-03 is already owned by ww" in t.text(out.notices[0].data)
