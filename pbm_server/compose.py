@@ -104,8 +104,10 @@ class Composer:
 
     def render(self, template: str, data: dict, kind: str | None = None) -> Rendered:
         """Render ``template`` (``server/x.txt`` or, with ``kind``, ``KIND/x.txt``)
-        and its ``.html`` sibling if there is one."""
+        and its ``.html`` sibling if there is one.  Every template may use
+        ``domain`` (the server's mail domain) to write an address."""
         name = f"{kind}/{template}" if kind and "/" not in template else template
+        data = {"domain": self.settings.domain, **data}
         text = self._render(name, data)
         html = None
         if name.endswith(".txt"):

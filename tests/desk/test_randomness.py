@@ -33,6 +33,8 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
     pbm.run_turn("town", "--turn", "1")
     report = next(m for m in pbm.inbox("alice@example.org") if "report for week 1" in str(m["Subject"]))
     text = pbm.text(report)
+    # the report names the address to write to (issue 17.5: it printed "(town@...)")
+    assert "(town@pbm.test)" in " ".join(text.split()) and "@..." not in text
 
     seed = re.search(r"Random seed of week 1: ([0-9a-f]{64})", text).group(1)
     assert hashlib.sha256(bytes.fromhex(seed)).hexdigest() == published

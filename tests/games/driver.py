@@ -181,11 +181,12 @@ def environment() -> Environment:
 
 def render(kind: str, template: str, data: dict[str, Any], html: bool = False) -> str:
     """``templates/<kind>/<template>`` rendered with the server's environment
-    (``html``: its ``.html`` sibling; TemplateNotFound if there is none)."""
+    (``html``: its ``.html`` sibling; TemplateNotFound if there is none),
+    with the ``domain`` the server's Composer gives every template."""
     name = f"{kind}/{template}"
     if html:
         name = name[: -len(".txt")] + ".html"
-    return environment().get_template(name).render(**data)
+    return environment().get_template(name).render(**{"domain": "pbm.test", **data})
 
 
 def render_all(kind: str, template: str, data: dict[str, Any]) -> list[str]:

@@ -34,7 +34,7 @@ def test_text_report(table):
     assert "  2026-11-16 09:00  bob: 1d100 = 95 (encounter on Dungeon Level 1)\n" in text
     assert "The RPG mailing list is specified as: public messages" in text
     assert "brings no movement tokens):\n  carol left on 2026-11-16 14:00 UTC\n" in text
-    assert "this report comes from (dungeon@...)" in text
+    assert "this report comes from (dungeon@pbm.test)" in text
     assert "combat: the house rule (ATTACK / FLEE)" in text
     contract = (ROOT / "templates" / "agora_rpg" / "contract.txt").read_text()
     assert contract.strip() in text
