@@ -2,6 +2,7 @@
 
     curio challenge [-options] <userid1> <userid2>
     curio move <board> <userid> <password> <from>-<to>[#<move number>]
+    curio move <board> <userid> <password> resign|propose|accept|reject   (pbmserv)
     curio resign <board> <userid> <password>
     curio draw <board> <userid> <password> [propose|accept|reject]
     curio show <board>
@@ -24,8 +25,8 @@ from games.curio.model import CAPTURE_RULES
 
 USAGE = {
     "challenge": "curio challenge [-options] <userid1> <userid2>, e.g. curio challenge -rows=6 alice bob",
-    "move": "curio move <board> <userid> <password> <from>-<to>[#<move number>], "
-            "e.g. curio move 101 alice PASSWORD d2-d4#1",
+    "move": "curio move <board> <userid> <password> <from>-<to>[#<move number>] (or resign, "
+            "propose, accept, reject in place of the move), e.g. curio move 101 alice PASSWORD d2-d4#1",
     "resign": "curio resign <board> <userid> <password>, e.g. curio resign 101 alice PASSWORD",
     "draw": "curio draw <board> <userid> <password> [propose|accept|reject], "
             "e.g. curio draw 101 alice PASSWORD propose",
@@ -133,6 +134,13 @@ def parse_line(line: Line) -> Command:
         board = _board(args[0])
         if board is None:
             return bad("the word after move must be the board number", (3,))
+        word = args[3].lower() if len(args) == 4 else ""
+        # pbmserv's own forms: curio move <board> <userid> <password> resign|propose|accept|reject
+        if word in ("resign", "resigns"):
+            return Command(line, "resign", {"board": board}, credentials=(args[1], args[2]), text=masked)
+        if word in DRAW_ACTIONS:
+            return Command(line, "draw", {"board": board, "action": DRAW_ACTIONS[word], "explicit": True},
+                           credentials=(args[1], args[2]), text=masked)
         m = _MOVE.match("".join(args[3:]))
         if not m:
             # never echo the word: if the userid was left out, it is the password

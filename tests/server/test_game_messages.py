@@ -29,3 +29,16 @@ def test_rmpm_arrows_and_a_refused_mails_valid_line(pbm):
     # the arrow of phones and word processors is read as ->
     text = pbm.flat(pbm.mail(ann, "town", "01-05 \u2192 02-05\n25-10 -> 24-10\n$$ann-secret-1$$"))
     assert "REFUSED" not in text and "01-05 -> 02-05" in text, text
+
+
+def test_curio_takes_pbmserv_forms_of_draw_and_resign(pbm):
+    alice, bob = pbm.register("alice", "alice-pass-1"), pbm.register("bob", "bob-pass-22")
+    pbm.mail(alice, "pbm", "curio challenge alice bob $$alice-pass-1$$")
+    offer = pbm.flat(pbm.mail(alice, "pbm", "curio move 101 alice alice-pass-1 propose"))
+    assert "REFUSED" not in offer and "curio move 101 alice **** propose" in offer, offer
+    agreed = pbm.flat(pbm.mail(bob, "pbm", "curio move 101 bob bob-pass-22 accept"))
+    assert "REFUSED" not in agreed and "draw" in agreed.lower(), agreed
+    pbm.mail(alice, "pbm", "curio challenge alice bob $$alice-pass-1$$")
+    gone = pbm.flat(pbm.mail(bob, "pbm", "curio move 102 bob bob-pass-22 resign"))
+    assert "REFUSED" not in gone and "resign" in gone.lower(), gone
+    assert "alice-pass-1" not in offer and "bob-pass-22" not in agreed + gone

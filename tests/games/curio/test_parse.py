@@ -40,7 +40,8 @@ def test_move_spellings(text, move, number):
 
 @pytest.mark.parametrize("text, error", [
     ("curio move 101 alice pw", ("incomplete move; expected curio move <board> <userid> <password> "
-                                 "<from>-<to>[#<move number>], e.g. curio move 101 alice PASSWORD d2-d4#1")),
+                                 "<from>-<to>[#<move number>] (or resign, propose, accept, reject in place of "
+                                 "the move), e.g. curio move 101 alice PASSWORD d2-d4#1")),
     ("curio move 101 alice pw d2-z", "the last word is not a move like d2-d4"),
     ("curio move x alice pw d2-d4", "the word after move must be the board number"),
     ("curio resign 101 alice", "expected curio resign <board> <userid> <password>"),
