@@ -42,6 +42,7 @@ from games.curio.model import (
     LIGHT,
     Position,
     Setup,
+    position_problem,
     replay,
 )
 
@@ -136,6 +137,10 @@ class Board:
             raise ValueError(f"unknown status {self.status!r}")
         if self.draw_offer not in (None, LIGHT, DARK):
             raise ValueError(f"draw_offer must be null, light or dark, not {self.draw_offer!r}")
+        if self.start:
+            problem = position_problem(Position.from_json(self.setup, self.start))
+            if problem:
+                raise ValueError(f"impossible start position: {problem}")
         final = replay(self.setup, self.seed, self.moves, self.start)[-1]
         if final.to_json() != self.position.to_json():
             raise ValueError("the stored position is not what seed/start and moves give")

@@ -19,6 +19,8 @@ game's page (docs/games/curio.md):
 
 from __future__ import annotations
 
+import collections
+
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -437,6 +439,32 @@ class Position:
     def from_json(cls, setup: Setup, d: dict[str, Any]) -> Position:
         pieces = {Square.parse(k): Piece.from_json(v) for k, v in d["pieces"].items()}
         return cls(setup, pieces, d.get("to_move", LIGHT), int(d.get("ply", 0)), int(d.get("quiet", 0)))
+
+
+def position_problem(pos: Position) -> str | None:
+    """What makes a hand-written position impossible under its setup (a face
+    outside 1..base, a pair of faces no piece has, more pieces than the setup
+    gives a side, a piece off the board); None if it could occur."""
+    setup = pos.setup
+    kinds = collections.Counter(setup.piece_kinds())
+    seen: dict[str, collections.Counter[tuple[int, int]]] = {LIGHT: collections.Counter(), DARK: collections.Counter()}
+    for sq, piece in sorted(pos.pieces.items()):
+        if not pos.on_board(sq):
+            return f"the piece on {sq} is off the {setup.cols}x{setup.rows} board"
+        if piece.side not in seen:
+            return f"the piece on {sq} belongs to {piece.side!r}, not light or dark"
+        for face in (piece.own, piece.other):
+            if not 1 <= face <= setup.base:
+                return f"the piece on {sq} has a face {face}: with -base={setup.base} faces run 1 to {setup.base}"
+        kind = (min(piece.own, piece.other), max(piece.own, piece.other))
+        seen[piece.side][kind] += 1
+        if seen[piece.side][kind] > kinds[kind]:
+            return (f"{piece.side} has more {kind[0]}/{kind[1]} pieces than the setup gives a side "
+                    f"({kinds[kind]}); the piece on {sq} is one too many")
+    for side, counted in seen.items():
+        if sum(counted.values()) > setup.pieces_per_side:
+            return f"{side} has {sum(counted.values())} pieces; the setup gives a side {setup.pieces_per_side}"
+    return None
 
 
 def replay(setup: Setup, seed: int, moves: list[str], start: dict[str, Any] | None = None) -> list[Position]:

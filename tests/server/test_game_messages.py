@@ -42,3 +42,41 @@ def test_curio_takes_pbmserv_forms_of_draw_and_resign(pbm):
     gone = pbm.flat(pbm.mail(bob, "pbm", "curio move 102 bob bob-pass-22 resign"))
     assert "REFUSED" not in gone and "resign" in gone.lower(), gone
     assert "alice-pass-1" not in offer and "bob-pass-22" not in agreed + gone
+
+
+def test_curio_import_refuses_impossible_positions(pbm):
+    """`pbm game import` names what cannot be: faces beyond the base, an
+    11th piece (issue 17.5)."""
+    import json
+
+    alice = pbm.register("alice", "alice-pass-1")
+    pbm.register("bob", "bob-pass-22")
+    pbm.mail(alice, "pbm", "curio challenge alice bob $$alice-pass-1$$")
+    doc = json.loads(pbm.cli("game", "export", "curio").stdout)
+    board = doc["state"]["boards"]["101"]
+
+    def attempt(change) -> str:
+        bad = json.loads(json.dumps(doc))
+        b = bad["state"]["boards"]["101"]
+        start = json.loads(json.dumps(board["position"]))
+        change(start["pieces"])
+        b["start"], b["position"], b["moves"] = start, start, []
+        path = pbm.tmp / "bad.json"
+        path.write_text(json.dumps(bad))
+        proc = pbm.cli("game", "import", "curio", "copy", str(path), check=False)
+        assert proc.returncode != 0, proc.stdout
+        return proc.stderr
+
+    def faces(pieces):
+        square = next(sq for sq, p in pieces.items() if p["side"] == "light")
+        pieces[square].update(own=9, other=7)
+
+    assert "has a face 9: with -base=4 faces run 1 to 4" in attempt(faces)
+
+    def eleventh(pieces):
+        free = next(f"{c}{r}" for c in "abcde" for r in "12345" if f"{c}{r}" not in pieces)
+        pieces[free] = {"side": "light", "own": 1, "other": 1, "revealed": False}
+
+    err = attempt(eleventh)
+    assert "1/1 pieces than the setup gives a side" in err or "11 pieces" in err, err
+    assert [r[0] for r in pbm.sql("SELECT name FROM games")] == ["curio"]
