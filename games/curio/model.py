@@ -20,7 +20,6 @@ game's page (docs/games/curio.md):
 from __future__ import annotations
 
 import collections
-
 import random
 import re
 from collections.abc import Callable, Iterator
