@@ -48,10 +48,26 @@ def _settings(db_url: str):
 def setup(db_url: str, games: dict[str, int], mails_per_game: int) -> list[tuple[str, list[str], bytes]]:
     """Games of the given sizes (started giveaways, every player with an
     order), their players' accounts; returns the order mails to store."""
+    raws = []
+    for frm, rcpt, body in setup_orders(db_url, games, mails_per_game):
+        m = EmailMessage()
+        m["From"] = frm
+        m["To"] = rcpt
+        m["Subject"] = "orders"
+        m["Message-ID"] = make_msgid(domain="example.org")
+        m.set_content(body)
+        raws.append((frm, [rcpt], bytes(m)))
+    return raws
+
+
+def setup_orders(db_url: str, games: dict[str, int], mails_per_game: int) -> list[tuple[str, str, str]]:
+    """The same games and accounts; returns (sender, game address, body) of
+    the order mails, each body a `$$password$$` and one GIVE line by which
+    the sender gives away exactly what they hold."""
     from benchmarks.bench_giveaway import make_state
     from pbm_server.creation import create_game
     from pbm_server.db import Database
-    from pbm_server.models import Account, Membership
+    from pbm_server.models import Account, Game, Membership
     from pbm_server.passwords import hash_password
 
     db = Database(db_url)
@@ -59,7 +75,6 @@ def setup(db_url: str, games: dict[str, int], mails_per_game: int) -> list[tuple
     now = datetime.now(timezone.utc)
     hashed = hash_password(PASSWORD)
     made: set[str] = set()
-    items = []
     with db.write() as s:
         for name, n in games.items():
             state, _ = make_state(n, seed=len(name) + n)
@@ -74,28 +89,18 @@ def setup(db_url: str, games: dict[str, int], mails_per_game: int) -> list[tuple
             ids = dict(s.execute(Account.__table__.select().with_only_columns(Account.handle, Account.id)).all())
             for i in range(n):
                 s.add(Membership(game_id=game.id, account_id=ids[f"p{i:05d}"], role="player", joined_at=now))
+    # each player gives away exactly what they hold
+    with db.read() as s:
+        holdings = {g.name: {p["handle"]: p["holding"] for p in g.state["players"]} for g in s.query(Game).all()}
+    items = []
     for name, n in games.items():
         for k in range(mails_per_game):
             i, j = k % min(n, 20), (k + 1) % min(n, 20)  # 20 players of the game write, again and again
-            m = EmailMessage()
-            m["From"] = f"p{i:05d}@example.org"
-            m["To"] = f"{name}@{DOMAIN}"
-            m["Subject"] = "orders"
-            m["Message-ID"] = make_msgid(domain="example.org")
-            m.set_content(f"$${PASSWORD}$$\nGIVE {{n}} TO p{j:05d}\n")
-            items.append((f"p{i:05d}@example.org", [f"{name}@{DOMAIN}"], m, i, name))
-    # each player gives away exactly what they hold
-    with db.read() as s:
-        from pbm_server.models import Game
-
-        holdings = {g.name: {p["handle"]: p["holding"] for p in g.state["players"]} for g in s.query(Game).all()}
-    raws = []
-    for frm, rcpts, m, i, name in items:
-        body = m.get_content().replace("{n}", str(holdings[name][f"p{i:05d}"]))
-        m.set_content(body)
-        raws.append((frm, rcpts, bytes(m)))
+            frm = f"p{i:05d}@example.org"
+            items.append((frm, f"{name}@{DOMAIN}",
+                          f"$${PASSWORD}$$\nGIVE {holdings[name][f'p{i:05d}']} TO p{j:05d}\n"))
     db.dispose()
-    return raws
+    return items
 
 
 def drain(tmp: Path, db_url: str, raws: list, processes: int = 1, workers: int = 1, timeout: float = 900) -> dict:

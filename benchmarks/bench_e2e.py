@@ -4,8 +4,12 @@ resident memory of `pbm serve` under that load.
 
 `pbm serve` runs complete on a fresh database with its relay pointed at a sink
 (an aiosmtpd process that records when it accepted each reply, by In-Reply-To).
-The load client (benchmarks/smtpload.py) is a process of its own.  Each mail is
-one command (``help`` to pbm@DOMAIN) from one of 2,000 senders.
+The load client (benchmarks/smtpload.py) is a process of its own; its CPU
+share is reported beside the rate.  Each mail is one command: ``help`` to
+pbm@DOMAIN from one of 2,000 senders, or with ``--orders`` an order mail with
+its ``$$password$$`` (``GIVE n TO handle``) from one of 200 players of 20
+giveaway games of 10 (the accounts and games are made before the server
+starts, as benchmarks/bench_backend.py makes them).
 
 1. Capacity: ``burst`` mails as fast as the listener takes them; commands per
    second = mails / (last reply accepted by the sink - first SMTP byte).
@@ -14,7 +18,7 @@ one command (``help`` to pbm@DOMAIN) from one of 2,000 senders.
    median and 99th percentile.
 3. Memory: VmHWM (peak resident set) of each `pbm serve` process.
 
-    .venv/bin/python benchmarks/bench_e2e.py [--burst 1500] [--seconds 20] [--postgres URL]
+    .venv/bin/python benchmarks/bench_e2e.py [--burst 1500] [--seconds 20] [--postgres URL] [--orders]
 """
 
 from __future__ import annotations
@@ -51,18 +55,28 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concurrency: int = 20,
-        pg: str | None = None, extra_env: dict | None = None) -> dict:
+        pg: str | None = None, extra_env: dict | None = None, orders: bool = False) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-e2e-"))
     db_url, drop = fresh_database(tmp, pg)
+    mails = None
+    if orders:
+        from benchmarks.bench_backend import setup_orders
+
+        mails = setup_orders(db_url, {f"g{i:02d}": 10 for i in range(20)}, 20)
+        mails = [mails[(k % 20) * 20 + k // 20] for k in range(len(mails))]  # the games in turn
     sink = RelaySink()
     serve = PbmServe(tmp, sink.port, db_url, extra_env).start()
     try:
         # warm-up
-        warm = run_load_process(LoadSpec("127.0.0.1", serve.port, 100, concurrency=concurrency, tag="warm"))
+        # (with --orders: one mail from every player, so each password has
+        # been verified once, as a running server has seen its players)
+        warm = run_load_process(LoadSpec("127.0.0.1", serve.port, len(mails) if mails else 100, concurrency=concurrency,
+                                         tag="warm", mails=mails))
         _replies(sink, {s.message_id for s in warm.accepted}, 120)
 
         # 1. capacity
-        res = run_load_process(LoadSpec("127.0.0.1", serve.port, burst, concurrency=concurrency, start=100_000, tag="burst"))
+        res = run_load_process(LoadSpec("127.0.0.1", serve.port, burst, concurrency=concurrency, start=100_000, tag="burst",
+                                        mails=mails))
         acc = {s.message_id: s for s in res.accepted}
         got = _replies(sink, set(acc), 600)
         first = min(s.t_start for s in res.sent)
@@ -73,14 +87,16 @@ def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concu
         rate = capacity * load_share
         count = int(rate * seconds)
         res2 = run_load_process(LoadSpec("127.0.0.1", serve.port, count, concurrency=concurrency, rate=rate,
-                                         start=200_000, tag="steady"))
+                                         start=200_000, tag="steady", mails=mails))
         acc2 = {s.message_id: s for s in res2.accepted}
         got2 = _replies(sink, set(acc2), 300)
         lat = [(got2[m] - s.t_start) * 1000 for m, s in acc2.items() if m in got2]
         rss = {pid: round(peak_rss_mb(pid), 1) for pid in serve.pids()}
         return {
             "database": "postgresql" if pg else "sqlite",
+            "mails": "order mails with $$password$$ into 20 giveaway games" if orders else "help to pbm@",
             "burst_mails": burst,
+            "client_cpu_share_burst": round(res.cpu / res.elapsed, 2) if res.elapsed else None,
             "burst_replied": len(got),
             "commands_per_second": round(capacity, 1),
             "steady_rate_per_second": round(rate, 1),
@@ -105,5 +121,6 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--load-share", type=float, default=0.5)
     ap.add_argument("--postgres", default=None)
+    ap.add_argument("--orders", action="store_true", help="order mails with passwords instead of help")
     a = ap.parse_args()
-    print(json.dumps(run(a.burst, a.seconds, a.load_share, pg=a.postgres), indent=2))
+    print(json.dumps(run(a.burst, a.seconds, a.load_share, pg=a.postgres, orders=a.orders), indent=2))

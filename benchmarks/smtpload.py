@@ -43,6 +43,10 @@ class LoadSpec:
     tag: str = "load"
     #: stop early (and return what happened) once this monotonic time has passed
     until: float | None = None
+    #: (sender, recipient, body) of the mails to send, used in turn (message n
+    #: is mails[n % len(mails)], with a Message-ID of its own); None: ``body``
+    #: to ``to_local`` from one of ``senders``
+    mails: list[tuple[str, str, str]] | None = None
 
 
 @dataclass
@@ -68,19 +72,27 @@ class LoadResult:
         return len(self.accepted) / self.elapsed if self.elapsed else 0.0
 
 
+def envelope(spec: LoadSpec, n: int) -> tuple[str, str, str]:
+    """Sender, recipient and body of message n."""
+    if spec.mails:
+        return spec.mails[n % len(spec.mails)]
+    return f"player{n % spec.senders}@example.org", f"{spec.to_local}@{spec.domain}", spec.body
+
+
 def message_bytes(spec: LoadSpec, n: int) -> tuple[str, str, bytes]:
-    sender = f"player{n % spec.senders}@example.org"
+    sender, rcpt, body = envelope(spec, n)
     mid = f"<{spec.tag}.{n}.{os.getpid()}@example.org>"
+    body = body.replace("\r\n", "\n").rstrip("\n").replace("\n", "\r\n")
     raw = (
-        f"From: Player {n % spec.senders} <{sender}>\r\n"
-        f"To: {spec.to_local}@{spec.domain}\r\n"
+        f"From: {sender if spec.mails else f'Player {n % spec.senders} <{sender}>'}\r\n"
+        f"To: {rcpt}\r\n"
         f"Subject: orders {n}\r\n"
         f"Date: {formatdate()}\r\n"
         f"Message-ID: {mid}\r\n"
         "MIME-Version: 1.0\r\n"
         "Content-Type: text/plain; charset=utf-8\r\n"
         "\r\n"
-        f"{spec.body}\r\n"
+        f"{body}\r\n"
     ).encode()
     return sender, mid, raw
 
@@ -109,7 +121,7 @@ async def _one(spec: LoadSpec, n: int) -> Sent:
         writer.write(f"MAIL FROM:<{sender}>\r\n".encode())
         if await _reply(reader) != 250:
             raise ConnectionError("MAIL refused")
-        writer.write(f"RCPT TO:<{spec.to_local}@{spec.domain}>\r\n".encode())
+        writer.write(f"RCPT TO:<{envelope(spec, n)[1]}>\r\n".encode())
         if await _reply(reader) != 250:
             raise ConnectionError("RCPT refused")
         writer.write(b"DATA\r\n")

@@ -65,6 +65,9 @@ class CredentialGate:
     checked: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: for the reply: what was refused and why (no secrets in here)
     notes: list[str] = field(default_factory=list)
+    #: failures counted per throttle key when this mail looked (a success
+    #: resets only a count that is there)
+    _failures_seen: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     # -- the one entry point ---------------------------------------------------
     def check(self, account: Account | None, password: str, handle: str | None = None) -> str:
@@ -111,12 +114,18 @@ class CredentialGate:
     def _blocked_until(self, keys: list[str]) -> datetime | None:
         with self.db.read() as s:
             rows = [s.get(AuthThrottle, k) for k in keys]
+        # failures counted so far, per key (a success resets only these)
+        self._failures_seen = {r.key: r.failures for r in rows if r is not None}
         untils = [r.blocked_until for r in rows if r is not None and r.blocked_until and r.blocked_until > self.now]
         return max(untils) if untils else None
 
     def _record(self, key: str, account: Account | None, ok: bool) -> None:
         st = self.settings
         window = timedelta(seconds=st.auth_window_seconds)
+        if ok and not self._failures_seen.get(key):
+            # a success with no failures counted: nothing to reset, so no
+            # write transaction (and no fsync) for a known player's mail
+            return
         with self.db.write(lock=LOCK_THROTTLE) as s:
             keys = [key, sender_key(self.sender)] if account is not None else [sender_key(self.sender)]
             for k in keys:
