@@ -22,13 +22,18 @@ State document (``pbm game export``)::
           "winner": null, "reason": "",
           "draw_offer": null,           # "light" | "dark" while a draw is proposed
           "subscribers": ["carol"],
-          "started": "2026-11-21T05:00:00+00:00"
+          "started": "2026-11-21T05:00:00+00:00",
+          "ended": ""                   # when it finished or was declined (orders the ratings)
         }
       }
     }
 
 ``position`` is a cache of ``replay(setup, seed, moves, start)``; importing a
-state checks that the two agree.
+state checks that the two agree.  The record of a board is its seed (or start)
+and its moves: every earlier position is replayed from them
+(:meth:`Board.position_after`), so ``curio history`` and ``curio show
+<board>#<n>`` need nothing else stored.  ``ended`` was added later: a state
+without it loads with ``""``.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class Board:
     draw_offer: str | None = None  # the side that proposed
     subscribers: list[str] = field(default_factory=list)
     started: str = ""
+    ended: str = ""  # ISO time the board finished or was declined; "" while active (or unknown)
 
     @property
     def active(self) -> bool:
@@ -113,7 +119,7 @@ class Board:
             "moves": list(self.moves), "position": self.position.to_json(),
             "status": self.status, "winner": self.winner, "reason": self.reason,
             "draw_offer": self.draw_offer, "subscribers": list(self.subscribers),
-            "started": self.started,
+            "started": self.started, "ended": self.ended,
         }
 
     @classmethod
@@ -126,7 +132,27 @@ class Board:
             status=d.get("status", "active"), winner=d.get("winner"),
             reason=d.get("reason", ""), draw_offer=d.get("draw_offer"),
             subscribers=list(d.get("subscribers", [])), started=d.get("started", ""),
+            ended=d.get("ended") or "",
         )
+
+    @property
+    def first_side(self) -> str:
+        """The side that made move 1."""
+        return str((self.start or {}).get("to_move", LIGHT))
+
+    def mover(self, n: int) -> str:
+        """The side that made move ``n`` (1-based): the sides alternate."""
+        return self.first_side if n % 2 == 1 else (DARK if self.first_side == LIGHT else LIGHT)
+
+    def position_after(self, n: int) -> Position:
+        """The position after move ``n`` (0: the start), replayed from the
+        record (seed or start, and the moves).  ValueError if ``n`` is not
+        0..len(moves)."""
+        if not 0 <= n <= len(self.moves):
+            raise ValueError(f"board {self.number} has moves 0 to {len(self.moves)}, not {n}")
+        if n == len(self.moves):
+            return self.position
+        return replay(self.setup, self.seed, self.moves[:n], self.start)[-1]
 
     def check(self) -> None:
         """SetupError / IllegalMove / ValueError if the record does not hold together."""

@@ -5,8 +5,11 @@
     curio move <board> <userid> <password> resign|propose|accept|reject   (pbmserv)
     curio resign <board> <userid> <password>
     curio draw <board> <userid> <password> [propose|accept|reject]
-    curio show <board>
-    curio showas <userid> <password> <board>
+    curio show <board>[#<move>]
+    curio showas <userid> <password> <board>[#<move>]
+    curio history <board>
+    curio games <userid>         (without a userid: the same as boards)
+    curio ratings
     curio subscribe <board>      /  curio unsubscribe <board>
     curio boards
 
@@ -30,14 +33,18 @@ USAGE = {
     "resign": "curio resign <board> <userid> <password>, e.g. curio resign 101 alice PASSWORD",
     "draw": "curio draw <board> <userid> <password> [propose|accept|reject], "
             "e.g. curio draw 101 alice PASSWORD propose",
-    "show": "curio show <board>, e.g. curio show 101",
-    "showas": "curio showas <userid> <password> <board>, e.g. curio showas alice PASSWORD 101",
+    "show": "curio show <board>[#<n>] (#n: the position after move n, from your side), "
+            "e.g. curio show 101 or curio show 101#7",
+    "showas": "curio showas <userid> <password> <board>[#<n>], e.g. curio showas alice PASSWORD 101",
+    "history": "curio history <board> (every move, who made it, the captures), e.g. curio history 101",
+    "games": "curio games <userid> (that player's boards, opponents, whose move), e.g. curio games alice",
+    "ratings": "curio ratings (the Elo table over finished boards)",
     "subscribe": "curio subscribe <board>, e.g. curio subscribe 101",
     "unsubscribe": "curio unsubscribe <board>, e.g. curio unsubscribe 101",
     "boards": "curio boards",
 }
-ALIASES = {"list": "boards", "games": "boards", "observe": "subscribe", "watch": "subscribe",
-           "resigns": "resign"}
+ALIASES = {"list": "boards", "observe": "subscribe", "watch": "subscribe",
+           "resigns": "resign", "rating": "ratings", "moves": "history"}
 DRAW_ACTIONS = {"propose": "propose", "offer": "propose", "accept": "accept", "agree": "accept",
                 "reject": "reject", "decline": "reject", "refuse": "reject"}
 
@@ -99,6 +106,23 @@ def _board(word: str) -> int | None:
     return int(word) if word.isdigit() and len(word) < 9 else None
 
 
+def _board_at(words: list[str]) -> tuple[int, int | None] | None:
+    """``101``, ``101#7`` or ``101 #7``: (board, move or None); None if not that."""
+    text = "".join(words)
+    board, sep, at = text.lstrip("#").partition("#")
+    number = _board(board)
+    if number is None or (len(words) > 1 and not words[1].startswith("#")):
+        return None
+    if not sep:
+        return number, None
+    return (number, int(at)) if at.isdigit() and len(at) < 9 else None
+
+
+def _where(where: tuple[int, int | None]) -> dict[str, int]:
+    board, at = where
+    return {"board": board} if at is None else {"board": board, "at": at}
+
+
 def masked(line: Line) -> str:
     """The line with any inline password replaced by ****."""
     return _Line(line).cut()
@@ -121,7 +145,8 @@ def parse_line(line: Line) -> Command:
 
     def bad(why: str = "", mask: tuple[int, ...] = ()) -> Command:
         lead = f"{why}; expected " if why else "expected "
-        if name in CREDENTIALS or name in ("show", "subscribe", "unsubscribe", "boards"):
+        if name in CREDENTIALS or name in ("show", "subscribe", "unsubscribe", "boards", "history",
+                                           "games", "ratings"):
             mask = _all_but_board(tl, name)  # a misplaced password could be anywhere
         return Command(line, name, error=lead + USAGE[name], text=tl.masked(*mask))
 
@@ -160,14 +185,32 @@ def parse_line(line: Line) -> Command:
     if name == "draw":
         return _draw(line, tl, tl.words, masked=tl.masked(3))
     if name == "showas":
-        if len(args) != 3:
+        if len(args) not in (3, 4):
             return bad(mask=(2,))
-        board = _board(args[2])
-        if board is None:
-            return bad("the board number comes last", (2,))
-        return Command(line, name, {"board": board}, credentials=(args[0], args[1]),
-                       text=tl.masked(2))
-    if name in ("show", "subscribe", "unsubscribe"):
+        where = _board_at(args[2:])
+        if where is None:
+            return bad("the board number comes last, with #n for the position after move n", (2,))
+        return Command(line, name, _where(where), credentials=(args[0], args[1]), text=tl.masked(2))
+    if name == "show":
+        where = _board_at(args) if len(args) in (1, 2) else None
+        if where is None:
+            return bad("write the board number, and #n for the position after move n")
+        return Command(line, name, _where(where))
+    if name == "history":
+        if len(args) != 1 or _board(args[0]) is None:
+            return bad()
+        return Command(line, name, {"board": _board(args[0])})
+    if name == "games":
+        if not args:
+            return Command(line, "boards")  # pbmserv's bare "games": every running board
+        if len(args) != 1:
+            return bad("name one player")
+        return Command(line, name, {"userid": args[0]}, accounts=[args[0]])
+    if name == "ratings":
+        if args:
+            return bad("ratings takes nothing after it")
+        return Command(line, name)
+    if name in ("subscribe", "unsubscribe"):
         if len(args) != 1 or _board(args[0]) is None:
             return bad()
         return Command(line, name, {"board": _board(args[0])})

@@ -40,8 +40,9 @@ from games.curio.model import (
     opponent,
 )
 from games.curio.parse import USAGE
+from games.curio.ratings import Ratings
 from games.curio.state import dump, load, validated
-from games.curio.view import board_data, board_text
+from games.curio.view import board_data, board_text, games_text, history_text
 
 REGISTER_FIRST = NOT_REGISTERED
 #: new boards one mail may start: each one mails the other player
@@ -78,6 +79,13 @@ class CurioMail(Mail):
         old = self.notices.get(key)
         lines = (old[1] if old else []) + [headline]
         self.notices[key] = (side, lines, subject)
+
+
+def rating_line(board: Board, ratings: Ratings | None) -> str:
+    """``Ratings: alice 1516 (3 rated boards), bob 1500 (no rated boards yet).``"""
+    if ratings is None:
+        return ""
+    return f"Ratings: {ratings.of(board.light).describe()}, {ratings.of(board.dark).describe()}."
 
 
 class CurioRules(Rules[CurioMail]):
@@ -133,16 +141,18 @@ class CurioRules(Rules[CurioMail]):
 
     def close_mail(self, mail: CurioMail) -> None:
         game, outcome = mail.game, mail.outcome
+        ratings = Ratings(game.boards.values()) if mail.sections or mail.notices else None
         for (number, side), headlines in mail.sections.items():
             board = game.boards[number]
-            data = board_data(board, side, headlines)
+            data = board_data(board, side, headlines, ratings=rating_line(board, ratings))
             outcome.sections.append(Section(
                 title=f"Curio board {number}", template="board.txt", data=data))
         for (handle, number), (side, headlines, subject) in mail.notices.items():
             board = game.boards[number]
             outcome.notices.append(Notice(
                 to=[handle], subject=subject, template="board.txt",
-                data=board_data(board, side, headlines), kind="report"))
+                data=board_data(board, side, headlines, ratings=rating_line(board, ratings)),
+                kind="report"))
         outcome.state = dump(game)
 
     # -- helpers ----------------------------------------------------------------------
@@ -173,8 +183,10 @@ class CurioRules(Rules[CurioMail]):
             mail.tell(handle, board, None, headline, subject)
 
     @staticmethod
-    def _end(board: Board, winner_side: str | None, reason: str, status: str = "finished") -> None:
+    def _end(board: Board, winner_side: str | None, reason: str, ended: str,
+             status: str = "finished") -> None:
         board.status = status
+        board.ended = ended
         board.winner = board.handle(winner_side) if winner_side else None
         board.reason = reason
         board.draw_offer = None
@@ -278,7 +290,7 @@ class CurioRules(Rules[CurioMail]):
         result = board.position.result()
         if result is not None:
             winner, reason = result
-            self._end(board, winner, reason)
+            self._end(board, winner, reason, mail.ctx.now.isoformat())
             end = self._end_headline(board)
             head = f"{head} {end}"
             subject = f"Curio board {board.number}: game over"
@@ -297,11 +309,12 @@ class CurioRules(Rules[CurioMail]):
             raise Refused(f"board {board.number} is over: {board.reason}")
         me = board.handle(side)
         if board.position.ply == 0:
-            self._end(board, None, f"{me} declined before the first move", status="declined")
+            self._end(board, None, f"{me} declined before the first move", mail.ctx.now.isoformat(),
+                      status="declined")
             head = f"{me} declined the challenge on board {board.number}; the board is closed."
             what = "challenge declined"
         else:
-            self._end(board, opponent(side), f"{me} resigned")
+            self._end(board, opponent(side), f"{me} resigned", mail.ctx.now.isoformat())
             head = f"{me} resigned on board {board.number}: {board.winner} wins."
             what = "resigned"
         mail.reply(board, side, head)
@@ -339,7 +352,7 @@ class CurioRules(Rules[CurioMail]):
             mail.reply(board, side, head)
             mail.tell(them, board, opponent(side), head, f"Curio board {n}: draw rejected")
             return f"draw rejected on board {n}"
-        self._end(board, None, "drawn by agreement")
+        self._end(board, None, "drawn by agreement", mail.ctx.now.isoformat())
         head = f"{me} accepted the draw on board {n}: the game is drawn."
         mail.reply(board, side, head)
         mail.tell(them, board, opponent(side), head, f"Curio board {n}: drawn")
@@ -349,15 +362,69 @@ class CurioRules(Rules[CurioMail]):
     def handle_show(self, mail: CurioMail, cmd: Command) -> str:
         game = mail.game
         board = self._board(game, cmd.args["board"])
-        mail.reply(board, None)
-        return f"board {board.number} as an observer sees it"
+        at = cmd.args.get("at")
+        if at is None:
+            mail.reply(board, None)
+            return f"board {board.number} as an observer sees it"
+        # from the requester's side only when the mail proves who they are:
+        # a From alone, which anyone can write, gets the observer's view
+        actor = mail.ctx.actor
+        side = board.side_of(actor.handle) if actor and actor.authenticated else None
+        note = ""
+        if side is None and actor and board.side_of(actor.handle):
+            note = (f"This is the observer's view: to see it from your side, put your $$password$$ "
+                    f"in the mail (or write curio showas {actor.handle} <password> {board.number}#{at}).")
+        return self._show_at(mail, board, side, at, note)
 
     def handle_showas(self, mail: CurioMail, cmd: Command) -> str:
         game = mail.game
         board = self._board(game, cmd.args["board"])
         side = self._player(board, cmd)
+        at = cmd.args.get("at")
+        if at is not None:
+            return self._show_at(mail, board, side, at)
         mail.reply(board, side)
         return f"board {board.number} as {board.handle(side)} sees it"
+
+    def _show_at(self, mail: CurioMail, board: Board, side: str | None, at: int, note: str = "") -> str:
+        """The board after move ``at`` as ``side`` saw it then (None: as an
+        observer could, i.e. only faces both players knew then)."""
+        total = len(board.moves)
+        if not 0 <= at <= total:
+            played = "no move has been played yet, so only #0 (the start)" if not total else \
+                f"{total} move{'s have' if total != 1 else ' has'} been played: #0 (the start) to #{total}"
+            raise Refused(f"board {board.number} has no move #{at}; {played}")
+        ratings = Ratings(mail.game.boards.values())
+        data = board_data(board, side, [note] if note else [], ratings=rating_line(board, ratings), at=at)
+        mail.outcome.sections.append(Section(
+            title=f"Curio board {board.number} after move {at}", template="board.txt", data=data))
+        seen = f"as {board.handle(side)} saw it" if side else "as an observer could see it"
+        return f"board {board.number} after move {at}, {seen}"
+
+    def handle_history(self, mail: CurioMail, cmd: Command) -> str:
+        board = self._board(mail.game, cmd.args["board"])
+        mail.outcome.sections.append(Section(title=f"Curio board {board.number}: every move",
+                                             text=history_text(board)))
+        n = len(board.moves)
+        return f"the {n} move{'s' if n != 1 else ''} of board {board.number} follow"
+
+    def handle_games(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
+        wanted = cmd.args["userid"]
+        handle = next((h for h in ctx.emails if same_handle(h, wanted)), None)
+        if handle is None:
+            raise Refused(f"there is no account {wanted}; expected {USAGE['games']}")
+        boards = [b for _, b in sorted(game.boards.items()) if b.side_of(handle)]
+        rating = Ratings(game.boards.values()).of(handle).describe(name=False)
+        mail.outcome.sections.append(Section(title=f"Curio boards of {handle}",
+                                             text=games_text(handle, boards, rating)))
+        return f"{len(boards)} board{'s' if len(boards) != 1 else ''} of {handle} listed"
+
+    def handle_ratings(self, mail: CurioMail, cmd: Command) -> str:
+        ratings = Ratings(mail.game.boards.values())
+        mail.outcome.sections.append(Section(title="Curio ratings", text=ratings.text()))
+        n = len(ratings.table())
+        return f"{n} rated player{'s' if n != 1 else ''} listed"
 
     def handle_subscribe(self, mail: CurioMail, cmd: Command) -> str:
         game, ctx = mail.game, mail.ctx
@@ -401,10 +468,11 @@ class CurioRules(Rules[CurioMail]):
     def view(self, state: State, viewer: str | None) -> list[Section]:
         game = load(state)
         sections = []
+        ratings = Ratings(game.boards.values())
         for number, board in sorted(game.boards.items()):
             side = board.side_of(viewer)
-            sections.append(Section(title=f"Curio board {number}",
-                                    text=board_text(board_data(board, side))))
+            data = board_data(board, side, ratings=rating_line(board, ratings))
+            sections.append(Section(title=f"Curio board {number}", text=board_text(data)))
         if not sections:
             sections.append(Section(title="Curio", text="No boards yet."))
         return sections

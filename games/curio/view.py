@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.curio.boards import Board
+from games.curio.boards import Board, same_handle
 from games.curio.model import DARK, LIGHT, SIDE_NAME, Piece, Position, Square
 
 LAST_MOVES = 6
@@ -124,19 +124,54 @@ def status_line(board: Board, viewer_side: str | None) -> str:
     return f"It is {mover}'s move ({SIDE_NAME[pos.to_move]}, move {pos.ply + 1})."
 
 
-def last_moves(board: Board) -> list[str]:
-    first_side = (board.start or {}).get("to_move", LIGHT)
-    first = max(0, len(board.moves) - LAST_MOVES)
+def last_moves(board: Board, upto: int | None = None) -> list[str]:
+    """The last few moves played (up to move ``upto``, default all)."""
+    end = len(board.moves) if upto is None else upto
+    first = max(0, end - LAST_MOVES)
     out = []
-    for i in range(first, len(board.moves)):
-        side = first_side if i % 2 == 0 else (DARK if first_side == LIGHT else LIGHT)
+    for i in range(first, end):
+        side = board.mover(i + 1)
         out.append(f"{i + 1:>3}. {SIDE_NAME[side]:<5} {board.moves[i]}")
     return out
 
 
-def board_data(board: Board, viewer_side: str | None, headlines: list[str] | None = None) -> dict[str, Any]:
+def history_status(board: Board, at: int) -> str:
+    """The status line of a board drawn as it stood after move ``at``."""
+    total = len(board.moves)
+    when = "before the first move" if at == 0 else f"after move {at}"
+    if board.status == "declined":
+        now = "the challenge was later declined"
+    elif board.status == "finished":
+        now = f"the game ended after move {total}"
+    else:
+        now = f"the board is now at move {total + 1}"
+    return (f"The board as it stood {when} ({SIDE_NAME[board.mover(at + 1)]} to move then); "
+            f"{now}.")
+
+
+def board_data(board: Board, viewer_side: str | None, headlines: list[str] | None = None,
+               *, ratings: str = "", at: int | None = None) -> dict[str, Any]:
     """The template data of one board for one viewer (a side, or None for an
-    observer).  Contains only what that viewer may see."""
+    observer).  Contains only what that viewer may see.  ``at``: the board as
+    it stood after that move (0: the start), with only what the viewer could
+    see then; ``ratings``: the players' ratings line."""
+    if at is not None:
+        data = board_data(board, viewer_side, headlines, ratings=ratings)
+        pos = board.position_after(at)
+        letters, rows = grid_rows(pos, viewer_side)
+        data.update({
+            "status": history_status(board, at),
+            "draw_offer": "",
+            "your_turn": False,
+            "after_move": at,
+            "last_moves": last_moves(board, at),
+            "grid": ascii_board(pos, viewer_side),
+            "files": letters,
+            "rows": rows,
+            "counts": f"Pieces left then: Light {pos.count(LIGHT)}, Dark {pos.count(DARK)}.",
+            "hint": "",
+        })
+        return data
     pos = board.position
     letters, rows = grid_rows(pos, viewer_side)
     you = board.handle(viewer_side) if viewer_side else None
@@ -175,6 +210,7 @@ def board_data(board: Board, viewer_side: str | None, headlines: list[str] | Non
         "draw_offer": offer,
         "hint": hint,
         "options": board.setup.flags(),
+        "ratings": ratings,
     }
 
 
@@ -199,5 +235,65 @@ def board_text(data: dict[str, Any]) -> str:
     out.append(data["counts"])
     if data["hint"]:
         out.append(data["hint"])
+    if data.get("ratings"):
+        out.append(data["ratings"])
     out.append(f"Options: {data['options']}")
     return "\n".join(out)
+
+
+def history_text(board: Board) -> str:
+    """Every move of a board, numbered, with who made it and its captures.
+    Moves are public (both players and observers see each one), so this is
+    the same for everyone; it names no face."""
+    total = len(board.moves)
+    lines = [f"Curio board {board.number}: {board.light} (Light) vs {board.dark} (Dark)"
+             + (f", started {board.started[:10]}" if board.started else "") + ".",
+             f"Options: {board.setup.flags()}", ""]
+    if not total:
+        lines.append("No move has been played yet.")
+    width = max((len(board.handle(s)) for s in (LIGHT, DARK)), default=5) + 8
+    for i, move in enumerate(board.moves, 1):
+        side = board.mover(i)
+        who = f"{board.handle(side)} ({SIDE_NAME[side]})"
+        note = "  capture" if "x" in move else ""
+        lines.append(f"{i:>4}. {who:<{width}} {move}{note}".rstrip())
+    captures = sum(1 for m in board.moves if "x" in m)
+    lines.append("")
+    lines.append(f"{total} move{'s' if total != 1 else ''}, {captures} capture{'s' if captures != 1 else ''}.")
+    if board.status == "declined":
+        lines.append(f"The challenge was declined: {board.reason}.")
+    elif board.status == "finished":
+        result = f"{board.winner} won" if board.winner else "a draw"
+        lines.append(f"Game over: {result}, {board.reason}.")
+    else:
+        pos = board.position
+        lines.append(f"Still running: move {pos.ply + 1}, {board.handle(pos.to_move)} "
+                     f"({SIDE_NAME[pos.to_move]}) to move.")
+    lines.append(f"The position after a move, from your side: curio show {board.number}#<n> "
+                 f"(n from 0, the start, to {total}).")
+    return "\n".join(lines)
+
+
+def games_text(handle: str, boards: list[Board], rating: str) -> str:
+    """The boards of one player for ``curio games <userid>``: opponent, colour
+    and whose move, running boards first.  Nothing hidden in it."""
+    running = [b for b in boards if b.active]
+    to_move = [b for b in running if same_handle(b.handle(b.position.to_move), handle)]
+    done = [b for b in boards if not b.active]
+    lines = [f"Curio boards of {handle}: {len(running)} running"
+             f" ({handle} to move on {len(to_move)}), {len(done)} over. Rating: {rating}.", ""]
+    if not boards:
+        lines.append(f"{handle} has no curio boards here.")
+    for b in running + done:
+        side = b.side(handle)
+        other = b.handle(DARK if side == LIGHT else LIGHT)
+        head = f"{b.number}  against {other}, {b.handle(side)} plays {SIDE_NAME[side]}: "
+        pos = b.position
+        if b.status == "declined":
+            tail = "declined"
+        elif b.status == "finished":
+            tail = f"over after {pos.ply} moves, " + (f"{b.winner} won" if b.winner else "drawn")
+        else:
+            tail = f"move {pos.ply + 1}, {b.handle(pos.to_move)} to move"
+        lines.append(head + tail)
+    return "\n".join(lines)
