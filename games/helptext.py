@@ -74,7 +74,7 @@ def commands(rows: Sequence[tuple[str, str]], indent: str = "  ", column: int = 
             continue
         words = textwrap.wrap(text, width=MAX_LINE - len(lead) - 2, break_long_words=False,
                               break_on_hyphens=False) or [""]
-        if len(syntax) < column:
+        if len(syntax) < column - 1:
             out.append((indent + syntax.ljust(column) + words[0]).rstrip())
         else:
             out.append(indent + syntax)
