@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from games.agora_rpg import engine
 from games.agora_rpg.engine import (
     COMBAT_DIE,
     ENCOUNTER_DIE,
-    ENCOUNTERS,
     EXHAUSTED_VITALITY_PER_LEVEL,
     HEAL_COST_PER_LEVEL,
     POTIONS,
@@ -48,7 +48,7 @@ def _level(offset: int) -> str:
 def encounter_rows() -> list[tuple[str, str]]:
     """The encounter table as (roll, what is found) rows, from ENCOUNTERS."""
     rows = []
-    for low, high, kind, offset in ENCOUNTERS:
+    for low, high, kind, offset in engine.ENCOUNTERS:
         roll = str(low) if low == high else f"{low}-{high}"
         what = FIND_WORDS[kind] if kind == "stairway" else f"{FIND_WORDS[kind]}, level {_level(offset)}"
         rows.append((roll, what))

@@ -1,6 +1,7 @@
 """``help rmpm``: the rule book, built from the tables the engine plays by
 (the action table, the MN direction codes, the field numbers, the prices),
-so the text cannot drift from the game."""
+so the text cannot drift from the game.  The action table is read as
+``engine.ACTION_TABLE`` each time, the very object ``engine.action`` uses."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections.abc import Sequence
 
 from games.base import Option
 from games.helptext import bullet, commands, document, heading, options, para, table
+from games.rmpm import engine
 from games.rmpm.board import DIR_NAMES, DIRS, PARKING, RING, SIZE, fmt
-from games.rmpm.engine import ACTION_TABLE, FIELD_PRICE, MN_PER_FIELD, ActionRow
+from games.rmpm.engine import FIELD_PRICE, MN_PER_FIELD, ActionRow
 from games.rmpm.model import CARD_TEXT, NUMBER_LIMIT, START_AN, START_CAPITAL
 
 #: what each code of the action table does, in words (A: the aggressor, the
@@ -117,7 +119,7 @@ def rule_book(summary: str, opts: Sequence[Option]) -> str:
              "an encounter. The player who was there first is the victim (V), the one who moved "
              "there the aggressor (A). The aggressor's AN after the move chooses the action; two "
              "encounters in one move are resolved chip 1 first."),
-        table([(_range(r), action_words(r)) for r in ACTION_TABLE], header=("AN", "action")),
+        table([(_range(r), action_words(r)) for r in engine.ACTION_TABLE], header=("AN", "action")),
         para("Nobody pays more than he has, so no capital goes below 0; the Bank (also called "
              "the National or Central Bank) always pays and may go negative. The kiosk is a pot "
              "the game master pays into."),
