@@ -56,6 +56,20 @@ class Dice:
         return result
 
 
+# -- numbers of the rules the engine plays by (help agora_rpg prints them) -------
+#: sides of the die of an encounter (rule 27) and of a combat round (house rule)
+ENCOUNTER_DIE = 100
+COMBAT_DIE = 6
+#: a monster strikes for max(0, 1d6 + its level - defense level - STRIKE_OFFSET)
+STRIKE_OFFSET = 3
+#: a move made with vitality 0 costs 1 health and gives this x level vitality (rule 26)
+EXHAUSTED_VITALITY_PER_LEVEL = 2
+#: the Healer's price per level of the character, in gold (rule 37)
+HEAL_COST_PER_LEVEL = 2
+#: potions (rules 35, 36): kind -> (gain per potion level below the maximum,
+#: rise of the maximum per potion level when drunk at the maximum)
+POTIONS: dict[str, tuple[int, int]] = {"health potion": (2, 1), "vitality potion": (4, 2)}
+
 # -- the encounter table (rule 27 as settled in rulings.md section 4) ------------
 #: (lowest roll, highest roll, what is found, level relative to the dungeon level)
 ENCOUNTERS: tuple[tuple[int, int, str, int], ...] = (
@@ -185,7 +199,7 @@ def move(world: World, c: Character, frm_text: str, to_text: str, dice: Dice) ->
         parts.append(f"vitality {c.vitality} of {c.max_vitality}")
     else:
         c.set_health(c.health - 1)
-        c.set_vitality(c.vitality + 2 * c.level)
+        c.set_vitality(c.vitality + EXHAUSTED_VITALITY_PER_LEVEL * c.level)
         parts.append(
             f"with no vitality left the move costs 1 health: health {c.health} of {c.max_health}, "
             f"vitality {c.vitality} of {c.max_vitality}"
@@ -208,7 +222,7 @@ def explore(world: World, c: Character, dice: Dice) -> str:
 
 
 def explore_encounter(world: World, c: Character, n: int, dice: Dice) -> str:
-    roll = dice.roll(c.name, 100, f"encounter on Dungeon Level {n}")
+    roll = dice.roll(c.name, ENCOUNTER_DIE, f"encounter on Dungeon Level {n}")
     kind, level = encounter_for(roll, n)
     head = f"rolled 1d100 = {roll} for the encounter on Dungeon Level {n}: "
     if kind == "stairway":
@@ -257,12 +271,12 @@ def _require_fight(world: World, c: Character, verb: str) -> Monster:
 
 
 def _monster_strikes(c: Character, m: Monster, dice: Dice) -> str:
-    roll = dice.roll(c.name, 6, f"the level {m.level} monster strikes")
-    damage = max(0, roll + m.level - c.defense_level - 3)
+    roll = dice.roll(c.name, COMBAT_DIE, f"the level {m.level} monster strikes")
+    damage = max(0, roll + m.level - c.defense_level - STRIKE_OFFSET)
     c.set_health(c.health - damage)
     text = (
         f"the monster rolls 1d6 = {roll} and strikes for {damage} "
-        f"({roll} + monster level {m.level} - defense level {c.defense_level} - 3, at least 0): "
+        f"({roll} + monster level {m.level} - defense level {c.defense_level} - {STRIKE_OFFSET}, at least 0): "
         f"health {c.health} of {c.max_health}"
     )
     if c.dead:
@@ -280,7 +294,7 @@ def _win(c: Character, m: Monster) -> str:
 
 def attack(world: World, c: Character, dice: Dice) -> str:
     m = _require_fight(world, c, "attack")
-    roll = dice.roll(c.name, 6, f"attack on a level {m.level} monster")
+    roll = dice.roll(c.name, COMBAT_DIE, f"attack on a level {m.level} monster")
     hit = roll + c.attack_level
     m.health = max(0, m.health - hit)
     text = f"rolled 1d6 = {roll} to attack; with attack level {c.attack_level} the monster loses {hit} health"
@@ -321,23 +335,24 @@ def drink(world: World, c: Character, kind: str, level: int) -> str:
     if c.holdings.count(cur) < 1:
         raise Refused(f"{c.name} has no {cur} to drink; {c.name} holds: {c.holdings.describe(kind)}")
     c.holdings.add(cur, -1)
+    gain, rise = POTIONS[kind]
     if kind == "health potion":
         if c.health < c.max_health:
-            c.set_health(c.health + 2 * level)
+            c.set_health(c.health + gain * level)
             return f"{c.name} drinks a {cur}: health {c.health} of {c.max_health}"
-        c.max_health += level
+        c.max_health += rise * level
         return f"{c.name} drinks a {cur} at full health: maximum health rises to {c.max_health}"
     if c.vitality < c.max_vitality:
-        c.set_vitality(c.vitality + 4 * level)
+        c.set_vitality(c.vitality + gain * level)
         return f"{c.name} drinks a {cur}: vitality {c.vitality} of {c.max_vitality}"
-    c.max_vitality += 2 * level
+    c.max_vitality += rise * level
     return f"{c.name} drinks a {cur} at full vitality: maximum vitality rises to {c.max_vitality}"
 
 
 def heal(world: World, c: Character) -> str:
     if c.location != HEALER:
         raise Refused(f"{c.name} is at {c.location}; healing happens at the Healer (MOVE Town Square -> Healer)")
-    cost = 2 * c.level
+    cost = HEAL_COST_PER_LEVEL * c.level
     if c.holdings.gold < cost:
         raise Refused(f"healing a level {c.level} character costs {cost} gold and {c.name} has {c.holdings.gold}")
     c.holdings.add(GOLD, -cost)

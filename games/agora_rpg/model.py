@@ -25,6 +25,8 @@ BASE_MONSTER_HEALTH = 5
 JOIN_TOKENS = 5
 #: days a character must have been away before joining gives tokens again
 REJOIN_DAYS = 7
+#: the movement token accumulation factor is level + TOKEN_FACTOR_BONUS (rule 40)
+TOKEN_FACTOR_BONUS = 4
 
 STATE_VERSION = 1
 
@@ -204,7 +206,7 @@ class Character:
 
     @property
     def token_factor(self) -> int:
-        return self.level + 4
+        return self.level + TOKEN_FACTOR_BONUS
 
     # -- attribute changes that carry a rule with them ----------------------
     def set_health(self, value: int) -> None:

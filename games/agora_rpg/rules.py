@@ -16,13 +16,13 @@ syntax in :mod:`.parse`; see docs/games/agora_rpg.md.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from games.agora_rpg import engine, parse, view
 from games.agora_rpg.engine import Dice
+from games.agora_rpg.help import rule_book
 from games.agora_rpg.model import Character, Currency, World
 from games.agora_rpg.state import dump, load, validated
 from games.base import (
@@ -287,28 +287,7 @@ class AgoraRules(Rules[AgoraMail]):
         return view.sections(load(state))
 
     def help_text(self) -> str:
-        return "\n".join(
-            [
-                textwrap.fill(self.summary, 72),
-                "",
-                "Player commands, mailed to the game's address with your password",
-                "wrapped in double dollar signs:",
-                "  JOIN                      become a character (Town Square, 5 tokens)",
-                "  MOVE <from> -> <to>       e.g. MOVE Town Square -> Dungeon Level 1",
-                "  EXPLORE                   look around your dungeon level (a move)",
-                "  ATTACK / FLEE             fight or run from the monster you met",
-                "  DRINK HEALTH POTION <N>   or DRINK VITALITY POTION <N>",
-                "  HEAL                      at the Healer, for 2 gold per level",
-                "  EXCHANGE <n> GOLD         at the Gold Exchanger: points at week's end",
-                "  TRANSFER <qty> <currency> [<N>] TO <name>",
-                "                            e.g. TRANSFER 1 ARMOR 2 TO bob",
-                "  LEAVE                     stop being a character",
-                "",
-                "Game Master (from the GM address): GM NPC <name>, GM REMOVE <name>,",
-                "  GM AS <npc> TRANSFER ..., GM SET <name> <attribute> = <value>,",
-                "  GM FIGHT <name> WON|LOST [DAMAGE <n>], GM LIST <mailing list>",
-            ]
-        )
+        return rule_book(self.summary, self.options)
 
 
 __all__ = ["AgoraRules"]

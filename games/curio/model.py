@@ -163,6 +163,10 @@ class Setup:
         return kinds * (self.pieces_per_side // len(kinds))
 
 
+#: the standard setup of the help page (the defaults of a game's options)
+DEFAULT_SETUP = Setup()
+
+
 # -- squares and pieces -------------------------------------------------------------
 
 _SQUARE = re.compile(r"^([a-z])([1-9][0-9]?)$")

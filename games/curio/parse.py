@@ -43,6 +43,15 @@ USAGE = {
     "unsubscribe": "curio unsubscribe <board>, e.g. curio unsubscribe 101",
     "boards": "curio boards",
 }
+#: the answer to LEAVE in a curio game: there is none, a board is resigned
+LEAVE_REFUSAL = (
+    "curio has no LEAVE: each board is a game of its own between two players; to stop "
+    "playing a board, resign it: curio resign <board> <userid> <password> (before the "
+    "first move this declines the challenge); 'curio boards' lists the boards"
+)
+#: words a player may write for leaving; all get LEAVE_REFUSAL
+LEAVE_WORDS = ("leave", "quit", "withdraw", "signoff", "sign-off")
+
 ALIASES = {"list": "boards", "observe": "subscribe", "watch": "subscribe",
            "resigns": "resign", "rating": "ratings", "moves": "history"}
 DRAW_ACTIONS = {"propose": "propose", "offer": "propose", "accept": "accept", "agree": "accept",
@@ -142,6 +151,9 @@ def parse_line(line: Line) -> Command:
                            text=tl.masked(*_all_but_board(tl, "draw")))
         return _draw(line, tl, words, masked=tl.masked(3))
     args = tl.words[1:]
+    if name in LEAVE_WORDS:
+        # the rest of the line may hold a password: echo only the command word
+        return Command(line, "leave", error=LEAVE_REFUSAL, text=tl.cut())
 
     def bad(why: str = "", mask: tuple[int, ...] = ()) -> Command:
         lead = f"{why}; expected " if why else "expected "

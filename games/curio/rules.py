@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +25,11 @@ from games.base import (
 )
 from games.curio import parse
 from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
+from games.curio.help import rule_book
 from games.curio.model import (
     CAPTURE_RULES,
     DARK,
+    DEFAULT_SETUP,
     FACES,
     LIGHT,
     SIDE_NAME,
@@ -102,16 +103,16 @@ class CurioRules(Rules[CurioMail]):
     default_deadline = None
     turn_name = "move"
     options = (
-        Option("base", 4, "default -base: digits 1..base, every pair i<=j is a piece", int),
-        Option("rows", 5, "default -rows of a new board", int),
-        Option("cols", 5, "default -cols of a new board", int),
-        Option("num_pieces", 0, "default -num_pieces per side (0: one of each pair)", int),
-        Option("turn", True, "pieces turn round after a capture (-turn / -no_turn)", _bool),
-        Option("limit", True, "pieces move at most their face value (-limit / -no_limit)", _bool),
-        Option("face", "large", "which face points at the owner: large, small or random",
+        Option("base", DEFAULT_SETUP.base, "default -base: digits 1..base, every pair i<=j is a piece", int),
+        Option("rows", DEFAULT_SETUP.rows, "default -rows of a new board", int),
+        Option("cols", DEFAULT_SETUP.cols, "default -cols of a new board", int),
+        Option("num_pieces", DEFAULT_SETUP.num_pieces, "default -num_pieces per side (0: one of each pair)", int),
+        Option("turn", DEFAULT_SETUP.turn, "pieces turn round after a capture (-turn / -no_turn)", _bool),
+        Option("limit", DEFAULT_SETUP.limit, "pieces move at most their face value (-limit / -no_limit)", _bool),
+        Option("face", DEFAULT_SETUP.face, "which face points at the owner: large, small or random",
                choice(*FACES)),
-        Option("capture", "le", "capture rule: " + ", ".join(CAPTURE_RULES), choice(*CAPTURE_RULES)),
-        Option("draw_moves", 50, "moves in a row without a capture that draw (0: never)", int),
+        Option("capture", DEFAULT_SETUP.capture, "capture rule: " + ", ".join(CAPTURE_RULES), choice(*CAPTURE_RULES)),
+        Option("draw_moves", DEFAULT_SETUP.draw_moves, "moves in a row without a capture that draw (0: never)", int),
     )
 
     # -- life cycle -------------------------------------------------------------------
@@ -493,17 +494,4 @@ class CurioRules(Rules[CurioMail]):
         return sorted(hidden - shown)
 
     def help_text(self) -> str:
-        options = (
-            "Challenge options: -base=N -rows=N -cols=N -num_pieces=N -draw_moves=N "
-            "-turn/-no_turn -limit/-no_limit -face_large/-face_small/-face_random "
-            "-capture_lt/-capture_le/-capture_gt/-capture_ge, the same with _total "
-            "(e.g. -capture_le_total), -capture_any.")
-        return "\n".join([
-            textwrap.fill(self.summary, 76), "",
-            "Commands (to pbm@ or this game's address):",
-            *("  " + u.split(", e.g.")[0] for u in USAGE.values()),
-            "A challenge needs your $$password$$ in the mail (it mails the other player).", "",
-            textwrap.fill(options, 76), "",
-            "Example: curio move 101 alice PASSWORD d2-d4#1 (the #1 is the move number,",
-            "so a mail that arrives twice is not played twice).",
-        ])
+        return rule_book(self.summary, self.options)

@@ -32,6 +32,7 @@ from games.base import (
     refusal,
 )
 from games.giveaway import parse
+from games.giveaway.help import rule_book
 from games.giveaway.model import (
     JOINING,
     MIN_PLAYERS,
@@ -357,19 +358,7 @@ class GiveawayRules(Rules[GiveawayMail]):
         return sorted(others - own)
 
     def help_text(self) -> str:
-        return (
-            self.summary
-            + "\n\nCommands, to the game's address with $$yourpassword$$ in the mail:\n"
-            "  JOIN                   join (only before round 1 is resolved)\n"
-            "  GIVE <n> TO <handle>   one line per gift, e.g. GIVE 2 TO alice; the lines\n"
-            "                         of one mail are your whole order and must add up\n"
-            "                         to exactly your holding; a later mail replaces it\n"
-            "  LEAVE                  leave the game (your points are forfeited)\n"
-            f"\nEveryone starts with {START_HOLDING} points; next round's holding is the score + 3.\n"
-            "Options: no_order=forfeit|split, round_limit=N (0: none).\n"
-        )
-
-
+        return rule_book(self.summary, self.options)
 
 
 def _recipient_problem(game: Game, me: Player, to: str) -> str | None:

@@ -12,10 +12,13 @@ from dataclasses import field as dfield
 
 from games.base import Command, Line
 from games.rmpm.board import DIR_NAMES, DIRS, PARKING, Field, direction, field_of, fmt, on_board_, step
-from games.rmpm.model import Game, Player, wrap
+from games.rmpm.model import START_AN, Game, Player, wrap
 from games.rmpm.parse import parse_line
 
+#: what buying a field costs (VI/03), paid to the Bank
 FIELD_PRICE = 500
+#: MN = (fields moved - 1) * MN_PER_FIELD + the direction's code (IV/01)
+MN_PER_FIELD = 4
 
 
 # -- order sets -----------------------------------------------------------------
@@ -242,7 +245,7 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
                     else:
                         game.move_chip(p, chip2, cur)
                         num = board.number(cur)
-                        mn += (k - 1) * 4 + DIRS[d2][2]
+                        mn += (k - 1) * MN_PER_FIELD + DIRS[d2][2]
                         pn_add += num
                         res.note(i2, f"chip 2 moves {k} {DIR_NAMES[d2]}{short} to {fmt(cur)} (number {num})")
                         res.landed.append(f"{fmt(f2)} -> {fmt(cur)}")
@@ -317,60 +320,105 @@ def _pay(game: Game, payer: Player | None, payee: Player | None, amount: int) ->
     return amount
 
 
+@dataclass(frozen=True)
+class ActionRow:
+    """One row of the table of action codes: for an aggressor's AN from
+    ``low`` to ``high``, the action ``code`` with its ``amount`` (WCU, or a
+    percentage where the code says so)."""
+
+    low: int
+    high: int
+    code: str
+    amount: int = 0
+
+
+#: The table of action codes (section VI, as the rulings settle it).  The
+#: engine and ``help rmpm`` both read it.
+ACTION_TABLE: tuple[ActionRow, ...] = (
+    ActionRow(1, 10, "victim_pays", 500),  # V pays amount WCU to A
+    ActionRow(11, 20, "victim_shares", 20),  # V gives amount % of his capital to the others
+    ActionRow(21, 30, "pool", 30),  # A and V pool amount % of both capitals and split it
+    ActionRow(31, 40, "half"),  # A takes half of V's capital
+    ActionRow(41, 49, "mt_card"),  # A gets an MT card
+    ActionRow(50, 50, "kiosk"),  # A empties the kiosk
+    ActionRow(51, 60, "victim_fee", 500),  # V pays amount WCU to the Bank
+    ActionRow(61, 70, "bank_pays", 500),  # the Bank pays amount WCU to A
+    ActionRow(71, 80, "victim_pays_both", 200),  # V pays amount to A, then amount to the Bank
+    ActionRow(81, 90, "collect", 50),  # every other player pays amount WCU to A
+    ActionRow(91, 100, "swap"),  # A and V exchange their capitals
+)
+
+
+def action_row(an: int) -> ActionRow:
+    """The row of the action table for ``an``."""
+    for row in ACTION_TABLE:
+        if an <= row.high:
+            return row
+    return ACTION_TABLE[-1]
+
+
 def action(game: Game, a: Player, v: Player, an: int) -> str:
     """Carry out the action of the aggressor's AN; returns what happened."""
-    if an <= 10:
-        paid = _pay(game, v, a, 500)
+    row = action_row(an)
+    amount = row.amount
+    code = row.code
+    if code == "victim_pays":
+        paid = _pay(game, v, a, amount)
         return f"{v.abbr} pays {paid} WCU to {a.abbr}"
-    if an <= 20:
+    if code == "victim_shares":
         others = [p for p in game.active() if p is not v]
-        pot = v.capital * 20 // 100
+        pot = v.capital * amount // 100
         share = pot // len(others) if others else 0
         for o in others:
             o.capital += share
         v.capital -= share * len(others)
         return f"{v.abbr} gives {share} WCU to each of the {len(others)} other players"
-    if an <= 30:
+    if code == "pool":
         rich, poor = (a, v) if a.capital >= v.capital else (v, a)
-        amount = (rich.capital - poor.capital) * 15 // 100
-        _pay(game, rich, poor, amount)
-        return f"{a.abbr} and {v.abbr} share 30% of their capitals: {rich.abbr} pays {amount} WCU to {poor.abbr}"
-    if an <= 40:
+        # each puts in amount %, the pool is split equally: the richer pays
+        # half of amount % of the difference to the poorer
+        moved = (rich.capital - poor.capital) * amount // 200
+        _pay(game, rich, poor, moved)
+        return (f"{a.abbr} and {v.abbr} share {amount}% of their capitals: "
+                f"{rich.abbr} pays {moved} WCU to {poor.abbr}")
+    if code == "half":
         paid = _pay(game, v, a, v.capital // 2)
         return f"{a.abbr} takes half of {v.abbr}'s capital: {paid} WCU"
-    if an <= 49:
+    if code == "mt_card":
         a.cards["MT"] = a.cards.get("MT", 0) + 1
         return f"{a.abbr} gets an MT (move twice) card"
-    if an == 50:
-        amount = game.kiosk
-        a.capital += amount
+    if code == "kiosk":
+        taken = game.kiosk
+        a.capital += taken
         game.kiosk = 0
-        return f"{a.abbr} robs the kiosk and gets {amount} WCU"
-    if an <= 60:
-        paid = _pay(game, v, None, 500)
+        return f"{a.abbr} robs the kiosk and gets {taken} WCU"
+    if code == "victim_fee":
+        paid = _pay(game, v, None, amount)
         return f"{v.abbr} pays a fee of {paid} WCU to the Bank"
-    if an <= 70:
-        _pay(game, None, a, 500)
-        return f"the Bank pays 500 WCU to {a.abbr}"
-    if an <= 80:
-        p1 = _pay(game, v, a, 200)
-        p2 = _pay(game, v, None, 200)
+    if code == "bank_pays":
+        _pay(game, None, a, amount)
+        return f"the Bank pays {amount} WCU to {a.abbr}"
+    if code == "victim_pays_both":
+        p1 = _pay(game, v, a, amount)
+        p2 = _pay(game, v, None, amount)
         return f"{v.abbr} pays {p1} WCU to {a.abbr} and {p2} WCU to the Bank"
-    if an <= 90:
+    if code == "collect":
         total = 0
         n = 0
         for o in game.active():
             if o is a:
                 continue
             c = o.capital
-            x = min(50, c)
+            x = min(amount, c)
             o.capital = c - x
             total += x
             n += 1
         a.capital += total
-        return f"each of the {n} other players pays up to 50 WCU to {a.abbr}: {total} WCU in all"
-    a.capital, v.capital = v.capital, a.capital
-    return f"{a.abbr} and {v.abbr} exchange their capitals"
+        return f"each of the {n} other players pays up to {amount} WCU to {a.abbr}: {total} WCU in all"
+    if code == "swap":
+        a.capital, v.capital = v.capital, a.capital
+        return f"{a.abbr} and {v.abbr} exchange their capitals"
+    raise ValueError(f"the action table has an unknown code {code!r}")
 
 
 # -- joining, leaving, the update ---------------------------------------------------
@@ -394,7 +442,7 @@ def place(game: Game, p: Player) -> str | None:
     game.placed_now()
     for f in p.chips:
         game.place_chip(p.handle, f)
-    p.an = 1
+    p.an = START_AN
     p.pn = wrap(sum(game.board.number(f) for f in p.chips))
     return None
 

@@ -19,10 +19,18 @@ CARD_TEXT = {
 }
 
 
+#: AN and PN are kept in 1..NUMBER_LIMIT (IV/02-03)
+NUMBER_LIMIT = 100
+#: a new player's AN (I/02) and starting capital in WCU (the default of the
+#: ``capital`` option)
+START_AN = 1
+START_CAPITAL = 10000
+
+
 def wrap(n: int) -> int:
     """Keep AN and PN in 1..100: subtract 100 while over 100."""
-    while n > 100:
-        n -= 100
+    while n > NUMBER_LIMIT:
+        n -= NUMBER_LIMIT
     return n
 
 

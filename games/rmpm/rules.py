@@ -27,8 +27,9 @@ from games.base import (
 from games.names import looks_alike
 from games.rmpm import parse
 from games.rmpm.board import Board, field_of, fmt, parse_board_file
-from games.rmpm.engine import FIELD_PRICE, parse_held, placement_refusal, run_slot, validate_orders, weekly_update
-from games.rmpm.model import Game, Player
+from games.rmpm.engine import parse_held, placement_refusal, run_slot, validate_orders, weekly_update
+from games.rmpm.help import rule_book
+from games.rmpm.model import START_CAPITAL, Game, Player
 from games.rmpm.parse import ORDER_NAMES
 from games.rmpm.state import dump, load, new_state, validated
 from games.rmpm.view import report_data, update_data
@@ -77,7 +78,7 @@ class RmpmRules(Rules[RmpmMail]):
     options = (
         Option("board", "", "board file text (25 number rows, FENCE RR-CC <side> lines); empty: the standard board",
                _board_option),
-        Option("capital", 10000, "starting capital of a new player in WCU", _int_option),
+        Option("capital", START_CAPITAL, "starting capital of a new player in WCU", _int_option),
         Option("bank", 0, "the Bank's balance when the game starts (it may go negative)", _int_option),
         Option("kiosk", 0, "money in the kiosk when the game starts", _int_option),
     )
@@ -394,29 +395,9 @@ class RmpmRules(Rules[RmpmMail]):
         return sorted(others - own)
 
     def help_text(self) -> str:
-        return HELP
+        return rule_book(self.summary, self.options)
 
 
 def _wrap(text: str, indent: str = "") -> str:
     return textwrap.fill(text, width=76, subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False)
-
-
-HELP = textwrap.fill(RmpmRules.summary, width=76) + f"""
-
-Send commands to the game's address, with your password enclosed in double
-dollar signs somewhere in the mail.
-  JOIN <abbr> <field> <field> <alias>   e.g. JOIN bd 01-05 25-10 blue dragon
-      two different edge fields; the chips appear at the next weekly update.
-Orders for the week (a new order mail replaces the whole set):
-  16-04 -> 16-05        chip 1: one field up, down, left or right
-  22-07 -> 25-07        chip 2: moves in that direction as far as the number
-                        of the field chip 1 landed on (fences stop it)
-  F 15-04 u -> l        turn a fence next to your chip (u, r, d, l)
-  E 16-03 <-> 16-05     swap the numbers on both sides of your chip
-  BUY  or  BUY 16-09    buy the field of your encounter ({FIELD_PRICE} WCU)
-  USE MT                play an MT card: a second move block follows
-  LEAVE                 leave the game at the next update
-  CANCEL                withdraw this week's orders
-Every order mail is answered with a pre-analysis on the current board.
-"""

@@ -29,6 +29,10 @@ TWENTY_FOUR, TWENTY_FOUR_POINTS = 24, 10
 #: End-of-game bonuses.
 FINISHER_BONUS = 40
 LAST_SCORER_BONUS = 70
+#: Pieces 1..LETTER_PIECES take their values from the e-mail address's
+#: letters (multipliers 1 to LETTER_PIECES); the others are FILLER_PIECE.
+LETTER_PIECES = 5
+FILLER_VALUE, FILLER_MULTIPLIER = 6, 0
 
 MAIL_CHOICES = ("each", "digest", "none")
 #: The head of a table of plays (see Play.line).
@@ -70,14 +74,14 @@ def pieces_from_email(email: str) -> list[Piece]:
     if not local:  # no "@": the whole text is the local part
         local, domain = domain, ""
     values = _letters(local)
-    if len(values) < 5:
+    if len(values) < LETTER_PIECES:
         values += _letters(domain)
     if not values:
         values = [1]
-    while len(values) < 5:
+    while len(values) < LETTER_PIECES:
         values += values
-    first = [Piece(v, m) for m, v in enumerate(values[:5], start=1)]
-    return first + [Piece(6, 0) for _ in range(5)]
+    first = [Piece(v, m) for m, v in enumerate(values[:LETTER_PIECES], start=1)]
+    return first + [Piece(FILLER_VALUE, FILLER_MULTIPLIER) for _ in range(PIECES_PER_PLAYER - LETTER_PIECES)]
 
 
 # --------------------------------------------------------------------------

@@ -11,6 +11,16 @@ SET_SYNTAX = (
     "SET PIECES <handle> followed by ten <value>,<multiplier> pairs, e.g. "
     "SET PIECES alice 4,1 11,2 12,3 5,4 9,5 6,0 6,0 6,0 6,0 6,0"
 )
+#: the answer to LEAVE: the Fourth Game has none, by design
+LEAVE_REFUSAL = (
+    "the Fourth Game has no LEAVE: every play is public and stays in the running total, "
+    "so a player cannot be taken out of the game; you may simply stop playing (pieces "
+    "you do not play cost you nothing, your score stands until the deadline) and send "
+    "MAIL NONE to stop the mails about plays"
+)
+#: words a player may write for leaving; all get LEAVE_REFUSAL
+LEAVE_WORDS = ("leave", "quit", "withdraw", "resign", "signoff", "sign-off")
+
 COMMANDS = (
     "JOIN, " + "Piece <n>: [+|-]<value>, <multiplier>, PIECES, "
     "MAIL EACH, MAIL DIGEST, MAIL NONE"
@@ -45,6 +55,9 @@ def parse_line(line: Line) -> Command:
                 error="expected JOIN alone: your pieces come from your e-mail address",
             )
         return Command(line, "join")
+
+    if keyword in LEAVE_WORDS:
+        return Command(line, "leave", error=LEAVE_REFUSAL)
 
     if keyword in ("pieces", "status") and (not rest or rest == ["?"]):
         return Command(line, "pieces")

@@ -5,7 +5,6 @@ See ``docs/games/sequence.md`` for the rules in full and every ruling.
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +25,7 @@ from games.base import (
     State,
     sender_handle,
 )
+from games.sequence.help import rule_book
 
 from . import parse, view
 from .model import (
@@ -407,23 +407,4 @@ class SequenceRules(Rules[SequenceMail]):
         return sorted({p["email"] for handle, p in state["players"].items() if handle != viewer and p["email"]})
 
     def help_text(self) -> str:
-        return (
-            f"{self.title}\n\n{textwrap.fill(self.summary, 76)}\n\n"
-            "Commands, to the game's address with $$password$$ in the mail:\n"
-            "  JOIN               join; your pieces come from your e-mail address\n"
-            "  Piece <n>: [+|-]<value>, <multiplier>\n"
-            "                     play piece n, e.g. Piece 3: 12, 3 or Piece 6: -6, 0;\n"
-            "                     value and multiplier must be the piece's own\n"
-            "  PIECES             your pieces, your score and the total\n"
-            "  MAIL EACH          a mail for every play\n"
-            "  MAIL DIGEST        at most one mail an hour about the plays (default)\n"
-            "  MAIL NONE          no mails about plays, only the final report\n"
-            "Game master:\n"
-            "  SET PIECES <handle> <value>,<multiplier> ... (ten pairs)\n\n"
-            "Scoring: a play scores when the new total is a multiple of 7\n"
-            "(5 x multiplier) and/or of 24 (10 x multiplier), unless you also made\n"
-            "the play before it.  At the deadline: +40 to each of the first half of\n"
-            "the players to use all ten pieces if their tenth play scored; +70 for\n"
-            "the last play that scored.  Highest score wins; a tie goes to whoever\n"
-            "reached that score first.\n"
-        )
+        return rule_book(self.summary, self.options)

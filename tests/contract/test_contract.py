@@ -25,7 +25,7 @@ from tests.games.driver import Table, check_commands, lines, password, render_al
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES_DIR = Path(games.__file__).resolve().parent
-SHAPE = ("__init__.py", "rules.py", "parse.py", "state.py", "view.py")
+SHAPE = ("__init__.py", "rules.py", "parse.py", "state.py", "view.py", "help.py")
 
 
 @functools.cache
