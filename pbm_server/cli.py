@@ -380,12 +380,17 @@ def account_show(env: Env, handle):
 
 @account.command("set-password")
 @click.argument("handle")
+@click.argument("extra", nargs=-1, metavar="")
 @pass_env
-def account_set_password(env: Env, handle):
+def account_set_password(env: Env, handle, extra):
     """Set HANDLE's password: read from a prompt, or one line of standard input (never an argument)."""
     from pbm_server.commands.account import _password_problem
     from pbm_server.models import AuthThrottle
     from pbm_server.throttle import account_key
+
+    if extra:  # never echoed: it may be the password
+        fail("the password is never taken from the command line (it would stay in the shell history and the "
+             "process list): pipe it in on standard input or answer the prompt; nothing was changed", EX_USAGE)
 
     with env.db.read() as s:
         _account_or_fail(s, handle)
