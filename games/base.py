@@ -465,6 +465,35 @@ class Rules(Generic[MailT]):
         check ``view`` against it.  Nothing hidden: []."""
         return []
 
+    def standing(self, state: State, handle: str) -> list[str]:
+        """Short lines on where ``handle`` stands in the game now, for the
+        player's list of their games (``status`` with no name): whether the
+        server holds their orders, whether it is their move.  The default,
+        for games whose orders are collected for a turn: from
+        :meth:`waiting_for`.  Games without orders override it."""
+        if not self.has_turns:
+            return []
+        if handle.lower() in {h.lower() for h in self.waiting_for(state)}:
+            return [f"no orders from you yet for this {self.turn_name}"]
+        return [f"your orders for this {self.turn_name} are held"]
+
+    def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
+        """What an observer of the game gets of ``notices`` (the mails one
+        mail or turn made; ``state`` is the game after it): only the public
+        view, never orders, press or anything a player's own view hides.
+        The default passes on the reports sent alike to every player
+        (``to == [ALL_PLAYERS]``, ``kind == "report"``): the same text went
+        to everybody, so it is public.  A game whose reports differ per
+        player (hidden faces, secret holdings) builds the public one here.
+        The notices returned are sent to each observer; their ``to`` is
+        ignored and ``data["viewer"]`` is None."""
+        out = []
+        for n in notices:
+            if n.kind == "report" and n.to == [ALL_PLAYERS]:
+                out.append(Notice(to=[], subject=n.subject, text=n.text, template=n.template,
+                                  data={**n.data, "viewer": None}, kind="report"))
+        return out
+
     def help_text(self) -> str:
         """Rules summary and command syntax, for ``help KIND``."""
         return self.summary

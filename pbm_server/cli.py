@@ -294,6 +294,197 @@ def account_add(env: Env, handle, email, gm, password):
     click.echo(f"{handle} <{email.lower()}> registered")
 
 
+REMOVED_DOMAIN = "removed.invalid"
+
+
+def _is_removed(acc: Account) -> bool:
+    return acc.email.endswith("@" + REMOVED_DOMAIN)
+
+
+def _account_or_fail(s, handle: str) -> Account:
+    acc = account_by_handle(s, handle)
+    if acc is None:
+        fail(f"there is no account {handle!r} (pbm account list shows them)")
+    if _is_removed(acc):
+        fail(f"the account {acc.handle} was removed; its handle stays reserved for its game history")
+    return acc
+
+
+def _games_played(s, acc: Account) -> list[str]:
+    """The running (or paused) games ``acc`` plays in now."""
+    names = []
+    for g in s.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all():
+        try:
+            players = get_rules(g.kind).players(g.state)
+        except Exception:
+            continue
+        if any(h.lower() == acc.handle_key for h in players):
+            names.append(g.name)
+    return names
+
+
+def _new_password() -> str:
+    """The new password from a prompt (twice, hidden) or the first line of stdin."""
+    if sys.stdin.isatty():
+        return str(click.prompt("New password", hide_input=True, confirmation_prompt=True))
+    line = sys.stdin.readline()
+    if not line:
+        fail("no password on standard input: pipe it in (one line) or run in a terminal to be asked", EX_USAGE)
+    return line.rstrip("\r\n")
+
+
+@account.command("list")
+@pass_env
+def account_list(env: Env):
+    """Every account: handle, address, registered, and the GM's and removed ones marked."""
+    gm = (env.settings.gm_address or "").lower()
+    with env.db.write(world=EXCLUSIVE) as s:
+        rows = s.scalars(select(Account).order_by(Account.handle_key)).all()
+        for acc in rows:
+            mark = " (game master)" if gm and acc.email == gm else " (removed)" if _is_removed(acc) else ""
+            shown = "-" if _is_removed(acc) else acc.email
+            click.echo(f"{acc.handle:<20} {shown:<40} registered {acc.created_at:%Y-%m-%d}{mark}")
+        if not rows:
+            click.echo("no accounts yet")
+        audit(s, clock.now(), "cli", "account list", f"{len(rows)} account(s)")
+
+
+@account.command("show")
+@click.argument("handle")
+@pass_env
+def account_show(env: Env, handle):
+    """One account: address, time zone, vacation, games played and observed, open codes (never the codes)."""
+    from pbm_server.models import Confirmation, Observer
+
+    with env.db.write(world=EXCLUSIVE) as s:
+        acc = account_by_handle(s, handle)
+        if acc is None:
+            fail(f"there is no account {handle!r} (pbm account list shows them)")
+        now = clock.now()
+        click.echo(f"handle:      {acc.handle}")
+        click.echo(f"address:     {'- (removed)' if _is_removed(acc) else acc.email}")
+        click.echo(f"registered:  {acc.created_at:%Y-%m-%d %H:%M} UTC")
+        click.echo(f"time zone:   {acc.timezone or 'UTC'}")
+        if acc.absent_from and acc.absent_to and acc.absent_to > now:
+            click.echo(f"vacation:    {acc.absent_from:%Y-%m-%d %H:%M} to {acc.absent_to:%Y-%m-%d %H:%M} UTC")
+        click.echo(f"plays in:    {', '.join(_games_played(s, acc)) or 'no running game'}")
+        watched = s.scalars(select(Game.name).join(Observer, Observer.game_id == Game.id)
+                            .where(Observer.account_id == acc.id).order_by(Game.name)).all()
+        click.echo(f"observes:    {', '.join(watched) or 'nothing'}")
+        open_codes = s.scalars(select(Confirmation).where(Confirmation.handle == acc.handle,
+                                                          Confirmation.expires_at > now)).all()
+        for c in open_codes:
+            click.echo(f"open code:   {c.purpose} to {c.email}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC")
+        audit(s, now, "cli", "account show", acc.handle)
+
+
+@account.command("set-password")
+@click.argument("handle")
+@click.argument("extra", nargs=-1, metavar="")
+@pass_env
+def account_set_password(env: Env, handle, extra):
+    """Set HANDLE's password: read from a prompt, or one line of standard input (never an argument)."""
+    from pbm_server.commands.account import _password_problem
+    from pbm_server.models import AuthThrottle
+    from pbm_server.throttle import account_key
+
+    if extra:  # never echoed: it may be the password
+        fail("the password is never taken from the command line (it would stay in the shell history and the "
+             "process list): pipe it in on standard input or answer the prompt; nothing was changed", EX_USAGE)
+
+    with env.db.read() as s:
+        _account_or_fail(s, handle)
+    password = _new_password()
+    problem = _password_problem(password)
+    if problem:
+        fail(f"{problem}; nothing was changed", EX_USAGE)
+    hashed = hash_password(password)
+    now = clock.now()
+    with env.db.write(world=EXCLUSIVE) as s:
+        acc = _account_or_fail(s, handle)
+        acc.password_hash = hashed
+        stale = s.get(AuthThrottle, account_key(acc.handle))
+        if stale is not None:
+            s.delete(stale)
+        audit(s, now, "cli", "account set-password", acc.handle)
+        name = acc.handle
+    click.echo(f"the password of {name} is set")
+
+
+@account.command("set-email")
+@click.argument("handle")
+@click.argument("address")
+@pass_env
+def account_set_email(env: Env, handle, address):
+    """Move HANDLE to ADDRESS at once (no confirmation mail; tell the player)."""
+    from sqlalchemy import delete
+
+    from pbm_server.commands.recovery import ADDRESS_RE
+    from pbm_server.models import Confirmation
+
+    new = address.strip("<>").lower()
+    if not ADDRESS_RE.match(new):
+        fail(f"{address!r} is not an e-mail address (expected e.g. alice@example.org)", EX_USAGE)
+    gm = (env.settings.gm_address or "").lower()
+    if new.endswith("@" + env.settings.domain.lower()):
+        fail(f"{new} is an address of this server (PBM_DOMAIN); give the player's own", EX_USAGE)
+    now = clock.now()
+    with env.db.write(world=EXCLUSIVE) as s:
+        acc = _account_or_fail(s, handle)
+        if gm and acc.email == gm:
+            fail("the game master's account lives at PBM_GM_ADDRESS: change that setting and "
+                 "recreate the account (pbm account add --gm)")
+        if gm and new == gm:
+            fail(f"{new} is PBM_GM_ADDRESS, the game master's address; give the player's own")
+        other = s.scalar(select(Account).where(Account.email == new))
+        if other is not None:
+            fail(f"{new} is registered already (as {other.handle}); one account per address")
+        old = acc.email
+        acc.email = new
+        s.execute(delete(Confirmation).where(Confirmation.handle == acc.handle, Confirmation.purpose != "register"))
+        audit(s, now, "cli", "account set-email", f"{acc.handle}: {old} -> {new}")
+        name = acc.handle
+    click.echo(f"{name} is now at {new} (was {old})")
+
+
+@account.command("remove")
+@click.argument("handle")
+@pass_env
+def account_remove(env: Env, handle):
+    """Remove HANDLE (refused while it plays a running game).  An account that
+    played before keeps its handle reserved, without address or password."""
+    from sqlalchemy import delete
+
+    from pbm_server.models import AuthThrottle, Confirmation, Membership, Observer
+
+    now = clock.now()
+    with env.db.write(world=EXCLUSIVE) as s:
+        acc = _account_or_fail(s, handle)
+        playing = _games_played(s, acc)
+        if playing:
+            fail(f"{acc.handle} plays in {', '.join(playing)}: take them out first "
+                 f"(pbm game remove-player NAME {acc.handle}); nothing was changed")
+        name = acc.handle
+        s.execute(delete(Observer).where(Observer.account_id == acc.id))
+        s.execute(delete(Confirmation).where(Confirmation.handle == acc.handle))
+        s.execute(delete(AuthThrottle).where(AuthThrottle.key.in_(
+            [f"acct:{acc.handle_key}", f"forgot:{acc.handle_key}"])))
+        played = s.scalar(select(Membership.id).where(Membership.account_id == acc.id).limit(1)) is not None
+        if played:
+            old = acc.email
+            acc.email = f"removed-{acc.id}@{REMOVED_DOMAIN}"
+            acc.password_hash = "!removed"
+            acc.absent_from = acc.absent_to = None
+            audit(s, now, "cli", "account remove", f"{name} <{old}>: address and password removed, handle kept")
+            said = (f"{name} removed: its address and password are gone; the handle stays reserved because it "
+                    "appears in game histories")
+        else:
+            audit(s, now, "cli", "account remove", f"{name} <{acc.email}>")
+            s.delete(acc)
+            said = f"{name} removed"
+    click.echo(said)
+
+
 @main.group()
 def game():
     """Games: create, list, show, export, import, GM commands."""

@@ -244,12 +244,12 @@ class Confirmation(Base):
     __table_args__ = (Index("ix_confirmations_email", "email"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    #: register (later: email change, password reset)
+    #: register | reset (forgot HANDLE: a new password) | email (moving the account to ``email``)
     purpose: Mapped[str] = mapped_column(String(16))
     #: the lower-cased address that must send the code back
     email: Mapped[str] = mapped_column(String(320))
     handle: Mapped[str] = mapped_column(String(32))
-    #: the Argon2 hash of the password chosen at ``register``
+    #: the Argon2 hash of the password chosen at ``register`` ("" for reset and email)
     password_hash: Mapped[str] = mapped_column(String(200))
     #: SHA-256 (hex) of the normalised code
     code_hash: Mapped[str] = mapped_column(String(64))
@@ -257,6 +257,21 @@ class Confirmation(Base):
     expires_at: Mapped[datetime]
     #: wrong codes sent from this address for this request
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Observer(Base):
+    """An account that receives the public view of a game's reports
+    (``observe NAME``); never orders, press or anything a player's own view hides."""
+
+    __tablename__ = "observers"
+    __table_args__ = (UniqueConstraint("game_id", "account_id", name="uq_observers_game_account"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    since: Mapped[datetime]
+
+
 class SchedulerFault(Base):
     """A scheduler step (tick, reminders, turn) that fails for a game: the
     GM is told once per error; the row goes when the step succeeds again."""

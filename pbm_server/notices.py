@@ -11,6 +11,7 @@ from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from games import get_rules
@@ -18,7 +19,7 @@ from games.base import ALL_PLAYERS, Notice, Rules
 from pbm_server.compose import Composer, Rendered
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle
-from pbm_server.models import Account, Game
+from pbm_server.models import Account, AuditEntry, Game, Observer
 from pbm_server.outbound import enqueue
 
 
@@ -113,7 +114,55 @@ class Mailer:
                 )
                 enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report" if notice.kind == "report" else "notice", now=now, inbound_id=inbound_id, game_id=game.id)
                 sent.append((acc, kept, notice.kind))
+        if notices:
+            self.send_to_observers(session, game, rules, notices, now, inbound_id=inbound_id)
         return sent
+
+    def send_to_observers(self, session: Session, game: Game, rules: Rules, notices: list[Notice], now: datetime,
+                          *, inbound_id: int | None = None) -> int:
+        """The public view of ``notices`` (``Rules.public_reports``) to every
+        observer of the game who does not play in it now.  A mail that would
+        hold anything the rules hide from the public (``hidden_from(state,
+        None)``) is not sent; the audit log says so.  Returns how many were sent."""
+        observers = session.scalars(
+            select(Account).join(Observer, Observer.account_id == Account.id).where(Observer.game_id == game.id)
+            .order_by(Account.id)
+        ).all()
+        if not observers:
+            return 0
+        state = game.state
+        public = rules.public_reports(state, notices)
+        if not public:
+            return 0
+        playing = {h.lower() for h in rules.players(state)}
+        hidden = [h for h in rules.hidden_from(state, None) if h]
+        server = self.composer.settings.server_address
+        count = 0
+        for notice in public:
+            if notice.template:
+                body = self.composer.render(notice.template, {**notice.data, "viewer": None}, game.kind)
+            else:
+                body = Rendered(notice.text)
+            if any(h in body.text or (body.html is not None and h in body.html) for h in hidden):
+                session.add(AuditEntry(at=now, actor="system", game_id=game.id, action="observer mail withheld",
+                                       detail=f"{notice.subject[:100]}: it held something the rules hide"))
+                continue
+            for acc in observers:
+                if acc.handle_key in playing:
+                    continue
+                extra = (f"You observe {game.name}: this is what the public sees. Mail \"unobserve {game.name}\" "
+                         f"to {server} to stop these mails.")
+                if game.next_deadline is not None and game.status != "finished":
+                    extra += f"\nNext deadline: {show_time(game.next_deadline, acc.timezone)}"
+                mid, raw = self.composer.message(
+                    to_addr=acc.email, to_name=acc.handle, from_local=game.name,
+                    subject=f"[observer] {notice.subject}", body=Rendered(body.text + "\n\n" + extra, body.html),
+                    auto="auto-generated", now=now,
+                )
+                enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report", now=now,
+                        inbound_id=inbound_id, game_id=game.id)
+                count += 1
+        return count
 
 
 def tell_players(session: Session, mailer: Mailer, game: Game, subject: str, text: str, now: datetime) -> None:

@@ -647,7 +647,8 @@ class Worker(Poller):
         """An account's owner, once per lockout: someone keeps guessing."""
         what = (f"Someone has sent many wrong passwords for your account {account.handle}. Until {until:%Y-%m-%d %H:%M} UTC "
                 "no password for it is checked, so mails that need it are refused. If this was not you, nothing is lost; "
-                "if you have forgotten your password, ask the game master.")
+                f"if you have forgotten your password, send 'forgot {account.handle}' to {self.settings.server_address} "
+                "for a one-time code (it comes to this address only).")
         body = self.composer.render("server/gm_notice.txt", {"what": what, "details": []})
         mid, raw = self.composer.message(to_addr=account.email, to_name=account.handle, from_local="pbm", subject="pbm-server: failed password attempts", body=body, auto="auto-generated", now=clock.now())
         enqueue(s, to_addr=account.email, message_id=mid, raw=raw, kind="notice", now=clock.now())

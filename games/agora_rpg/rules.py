@@ -283,6 +283,22 @@ class AgoraRules(Rules[AgoraMail]):
     def waiting_for(self, state: State) -> list[str]:
         return []
 
+    def standing(self, state: State, handle: str) -> list[str]:
+        """Actions take effect when they arrive: the movement tokens left."""
+        world = load(state)
+        me = world.characters.get(handle) or next(
+            (c for h, c in world.characters.items() if h.lower() == handle.lower()), None)
+        if me is None:
+            return []
+        return [f"{me.tokens} movement token{'s' if me.tokens != 1 else ''} left this week; "
+                "actions take effect when they arrive"]
+
+    def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
+        """The weekly report, which is the public record of the game (rule
+        2). A reply to one player's action (their dice, a transfer they
+        made) is in their reply only and is never passed on."""
+        return [n for n in super().public_reports(state, notices) if n.template == "report.txt"]
+
     def view(self, state: State, viewer: str | None) -> list[Section]:
         return view.sections(load(state))
 

@@ -478,6 +478,37 @@ class CurioRules(Rules[CurioMail]):
             sections.append(Section(title="Curio", text="No boards yet."))
         return sections
 
+    def standing(self, state: State, handle: str) -> list[str]:
+        """One line per board of ``handle`` in play: whose move it is."""
+        lines = []
+        for number, board in sorted(load(state).boards.items()):
+            side = board.side_of(handle)
+            if side is None or not board.active:
+                continue
+            other = board.handle(opponent(side))
+            mover = board.position.to_move
+            whose = "your move" if mover == side else f"{other}'s move"
+            lines.append(f"board {number} vs {other} (you play {SIDE_NAME[side]}): {whose} "
+                         f"(move {board.position.ply + 1})")
+        return lines
+
+    def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
+        """Each board a mail changed, as an observer sees it: only the faces
+        both players know (turned pieces), never a player's own headlines."""
+        game = load(state)
+        seen: list[int] = []
+        for n in notices:
+            number = n.data.get("number") if n.template == "board.txt" else None
+            if isinstance(number, int) and number in game.boards and number not in seen:
+                seen.append(number)
+        out = []
+        for number in seen:
+            board = game.boards[number]
+            out.append(Notice(
+                to=[], subject=f"curio board {number}: {board.light} vs {board.dark}, after move {board.position.ply}",
+                template="board.txt", data={**board_data(board, None), "viewer": None}, kind="report"))
+        return out
+
     def hidden_from(self, state: State, viewer: str | None) -> list[str]:
         """Both faces of a piece that has not turned, as a board cell would
         show them to this viewer: nobody knows both faces of such a piece

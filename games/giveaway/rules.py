@@ -349,6 +349,15 @@ class GiveawayRules(Rules[GiveawayMail]):
             sections.append(_order_section(game, me.handle, refused=False, show_lines=True))
         return sections
 
+    def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
+        """The round report (every gift of the round just played, the rings,
+        the scores: revealed to all players alike), a round that cannot start
+        and the end of the game.  Never the gifts held for the coming round
+        (they are hidden until it is resolved), nor a player's own notice
+        that their order no longer holds."""
+        public = ("report.txt", "waiting.txt", "over.txt")
+        return [n for n in super().public_reports(state, notices) if n.template in public]
+
     def hidden_from(self, state: State, viewer: str | None) -> list[str]:
         """The order lines other players hold for the coming round."""
         game = load(state)

@@ -387,6 +387,22 @@ class RmpmRules(Rules[RmpmMail]):
             ))
         return sections
 
+    def standing(self, state: State, handle: str) -> list[str]:
+        """Orders held or not; a player whose chips are not placed yet waits."""
+        player = state["players"].get(handle) or next(
+            (p for h, p in state["players"].items() if h.lower() == handle.lower()), None)
+        if player is None:
+            return []
+        if not player.get("chips"):
+            return ["your chips are placed at the next weekly update; no orders until then"]
+        return super().standing(state, handle)
+
+    def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
+        """The weekly report: the board, the update and the standings, sent
+        alike to every player.  Never the orders held for the coming week
+        nor a pre-analysis (those are in the sender's reply only)."""
+        return [n for n in super().public_reports(state, notices) if n.template == "report.txt"]
+
     def hidden_from(self, state: State, viewer: str | None) -> list[str]:
         """The order lines other players hold for this week's update."""
         orders: dict[str, list[str]] = state.get("orders", {})

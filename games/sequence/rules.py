@@ -213,10 +213,10 @@ class SequenceRules(Rules[SequenceMail]):
     def _announce(self, game: Game, play: Play, repeated: bool, ctx: Context, out: Outcome) -> None:
         """A mail per play to the players who asked for one (the player who
         made the play has the reply already).  Digest players get it from
-        ``tick``."""
+        ``tick``.  The notice is made even when no player asked for it (its
+        ``to`` then empty): the play is public, and observers get it
+        (:meth:`public_reports`)."""
         each = [h for h in game.choosing("each") if h != play.handle]
-        if not each:
-            return
         data = play.as_data(repeated)
         out.notices.append(
             Notice(
@@ -400,6 +400,30 @@ class SequenceRules(Rules[SequenceMail]):
         first = max(1, game.play_count - 9)
         data["plays"] = game.plays_data(first) if game.play_count else []
         return [Section(title=self.title, template="status.txt", data=data)]
+
+    def standing(self, state: State, handle: str) -> list[str]:
+        """Plays take effect when they arrive: the player's pieces and score."""
+        game = Game.from_state(state)
+        found = game.find(handle)
+        if found is None:
+            return []
+        if game.finished:
+            return ["the game is over"]
+        player = game.player(found)
+        left = len(player.remaining())
+        return [f"{left} piece{'s' if left != 1 else ''} left, score {player.score}, total {game.total}"
+                + ("; play whenever you like (plays take effect when they arrive)" if left else "")]
+
+    def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
+        """Every play (the play mail, made for each accepted play) and the
+        final report: the plays, totals and scores are public.  Never a
+        digest or a player's status (their own pieces), never an address."""
+        out = []
+        for n in notices:
+            if n.template == "play.txt" or (n.template == "report.txt" and n.to == [ALL_PLAYERS]):
+                out.append(Notice(to=[], subject=n.subject, template=n.template,
+                                  data={**n.data, "viewer": None}, kind="report"))
+        return out
 
     def hidden_from(self, state: State, viewer: str | None) -> list[str]:
         """Plays and pieces are public; the e-mail addresses the pieces came

@@ -66,13 +66,24 @@ def cmd_register(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 
 
 @command("confirm", Audience.ANYONE,
-         ("confirm CODE", "send that code back from this address: the account exists"))
+         ("confirm CODE", "send that code back from this address: the account exists (or moves here)"))
 def cmd_confirm(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) != 2:
         return Result(line, False, "expected: confirm CODE (the code from the mail that answered your register, "
                                    "e.g. confirm 7KQ2M-XH4PD)")
     done = confirm.confirm(ctx.session, ctx.sender, words[1], ctx.now)
-    if done.ok and done.account is not None:
+    if done.ok and isinstance(done, confirm.Moved) and done.account is not None:
+        from pbm_server.commands.recovery import send_account_mail
+
+        handle = done.account.handle
+        ctx.audit.append(("email moved", f"{handle}: {done.old_email} -> {ctx.sender}"))
+        send_account_mail(ctx, done.old_email, handle, f"pbm-server: your account {handle} has moved",
+                          "account_notice.txt", {
+                              "what": f"Your account {handle} was moved to {ctx.sender}, as asked for from this "
+                                      "address with its password and confirmed from the new one. Mail from this "
+                                      "address is no longer read as yours.",
+                          })
+    elif done.ok and done.account is not None:
         ctx.audit.append(("register", f"{done.account.handle} <{ctx.sender}>"))
     return Result(line, done.ok, done.message)
 

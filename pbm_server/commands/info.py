@@ -7,11 +7,12 @@ from sqlalchemy import select
 
 from games import KINDS, get_rules
 from games.base import Line, Result, Section
+from pbm_server.commands.observe import observed_games
 from pbm_server.commands.registry import REGISTRY, Audience, ServerContext, command
 from pbm_server.errors import DeskError
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle, find_game, player_count
-from pbm_server.models import Game
+from pbm_server.models import Account, Game
 from pbm_server.views import history, status
 
 
@@ -25,11 +26,21 @@ def help_rows(audience: Audience) -> list[str]:
     return out
 
 
-@command("games", Audience.ANYONE, ("games", "the running games and how to join them"))
+def plays_in(game: Game, handle_key: str) -> str | None:
+    """The handle as ``game`` spells it if ``handle_key`` plays in it now."""
+    try:
+        players = get_rules(game.kind).players(game.state)
+    except Exception:
+        return None
+    return next((h for h in players if h.lower() == handle_key), None)
+
+
+@command("games", Audience.ANYONE, ("games", "the running games and how to join them; yours are marked"))
 def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     games = ctx.session.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all()
     me = account_by_handle(ctx.session, ctx.handle) if ctx.handle else None
     tz = me.timezone if me else None
+    watched = {g.id for g in observed_games(ctx, me.id)} if me else set()
     rows = []
     for g in games:
         rules = get_rules(g.kind)
@@ -43,11 +54,15 @@ def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                 "turn_name": rules.turn_name,
                 "players": player_count(ctx.session, g),
                 "next_deadline": show_time(g.next_deadline, tz) if g.next_deadline else None,
+                "mine": bool(me and plays_in(g, me.handle_key)),
+                "observed": g.id in watched,
             }
         )
-    text = ctx.composer.render("server/games.txt", {"games": rows, "domain": ctx.settings.domain}).text
+    mine = sum(1 for r in rows if r["mine"])
+    text = ctx.composer.render("server/games.txt", {"games": rows, "domain": ctx.settings.domain, "mine": mine,
+                                                    "known": me is not None}).text
     ctx.sections.append(Section(title="Games", text=text))
-    return Result(line, True, f"{len(rows)} game(s) listed below")
+    return Result(line, True, f"{len(rows)} game(s) listed below" + (f", {mine} of them yours (marked *)" if mine else ""))
 
 
 @command("help", Audience.ANYONE, ("help", "this text"), ("help KIND", "a game's rules and commands ({kinds})"))
@@ -67,11 +82,15 @@ def cmd_help(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     return Result(line, True, "the list of commands follows")
 
 
-@command("status", Audience.PLAYER, ("status NAME", "game NAME as you see it, your orders, the deadline"))
+@command("status", Audience.PLAYER,
+         ("status", "your games: turn, deadline, whether your orders are held / it is your move"),
+         ("status NAME", "game NAME as you see it, your orders, the deadline"))
 def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     acc = ctx.player()
+    if len(words) == 1:
+        return my_games(ctx, line, acc)
     if len(words) != 2:
-        return Result(line, False, "expected: status NAME, e.g. status g1")
+        return Result(line, False, "expected: status (all your games) or status NAME (one game), e.g. status g1")
     g = find_game(ctx.session, words[1])
     if g is None:
         return Result(line, False, f"there is no game named {words[1]}")
@@ -97,3 +116,35 @@ def cmd_history(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     ctx.sections.extend(sections)
     return Result(line, True, msg)
 
+
+
+def my_games(ctx: ServerContext, line: Line, acc: Account) -> Result:
+    """``status`` with no name: every running game the sender plays, with its
+    turn, the next deadline in their time zone and where they stand."""
+    games = ctx.session.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all()
+    blocks = []
+    for g in games:
+        handle = plays_in(g, acc.handle_key)
+        if handle is None:
+            continue
+        rules = get_rules(g.kind)
+        head = f"{g.name}@{ctx.settings.domain}  {rules.title} ({g.kind}), {g.status}"
+        lines = [head]
+        if rules.has_turns:
+            lines.append(f"  {rules.turn_name} {g.turn}, next deadline: {show_time(g.next_deadline, acc.timezone)}")
+        if g.status == "paused":
+            lines.append("  paused by the game master: no orders are taken now")
+        try:
+            standing = rules.standing(g.state, handle)
+        except Exception:
+            standing = []
+        lines.extend(f"  {s}" for s in standing)
+        blocks.append("\n".join(lines))
+    watched = observed_games(ctx, acc.id)
+    text = "\n\n".join(blocks) if blocks else "You play in no running game. Mail 'games' for the list of games."
+    if watched:
+        text += "\n\nYou observe: " + ", ".join(g.name for g in watched)
+    text += "\n\n'status NAME' shows one game in full."
+    ctx.sections.append(Section(title=f"Your games ({acc.handle})", text=text))
+    return Result(line, True, f"you play in {len(blocks)} running game{'s' if len(blocks) != 1 else ''}; "
+                              "the list follows")
