@@ -172,7 +172,7 @@ def message_text(block: PressBlock, sender_addr: str) -> str:
     its start and end aside; control characters become spaces, a ``$$``
     without its partner is masked (a password may follow it), and the
     sender's own address, wherever it appears, is withheld."""
-    lines = [_CONTROL.sub(" ", ln).rstrip() for ln in block.body]
+    lines = [_CONTROL.sub(" ", ln) for ln in block.body]
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():
