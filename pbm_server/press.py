@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from games.base import Actor, Line, Result
 from pbm_server.compose import Composer
 from pbm_server.lookup import account_by_handle, audit
-from pbm_server.mailtext import PASSWORD_RE, mask_unpaired
+from pbm_server.mailtext import MAX_LINE_CHARS, PASSWORD_RE, mask_unpaired
 from pbm_server.models import Game, Press
 from pbm_server.outbound import enqueue
 from pbm_server.replies import MAX_SCAN_LINES, OWN, SentMail, classify
@@ -44,6 +44,10 @@ MAX_PRESS_CHARS = 20_000
 #: blocks of one mail looked for with a fresh reading of the body; later ones
 #: are still taken out (never read as orders), with the last reading
 MAX_CAREFUL_BLOCKS = 20
+#: at most this many blocks of one mail are answered; the rest of the mail is not read
+MAX_BLOCKS = 50
+#: a PRESS TO line is read up to this many characters (as command lines are)
+MAX_HEADER_CHARS = MAX_LINE_CHARS
 #: at most this many handles are named in a refusal ("accepted: ...")
 MAX_NAMED = 40
 #: outbox kinds: the relayed message, the game master's copy
@@ -53,6 +57,8 @@ KIND_GM_COPY = "gm-press"
 _START = re.compile(r"^\s*press\s+to(\s|$)", re.I)
 _PRESS_WORD = re.compile(r"^\s*press(\s|$)", re.I)
 _END = re.compile(r"^\s*endpress\s*$", re.I)
+#: does the body hold anything that may be press at all (most mails do not)
+_ANY = re.compile(r"^[ \t>|]*(press|endpress)\b", re.I | re.M)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -88,7 +94,7 @@ def _lines(body: str) -> list[str]:
 
 def _header(text: str, number: int) -> PressBlock:
     """The PRESS TO line read: its handles or ALL."""
-    bare = " ".join(PASSWORD_RE.sub(" ", text).split())
+    bare = " ".join(PASSWORD_RE.sub(" ", _CONTROL.sub(" ", text)).split())[:MAX_HEADER_CHARS]
     block = PressBlock(number, bare)
     words = [w for w in re.split(r"[\s,;]+", bare)[2:] if w]
     if not words:
@@ -113,9 +119,11 @@ def extract(body: str, sent: Sequence[SentMail] = (), domain: str | None = None)
     written.  A block without its ENDPRESS (the mail ends, or another PRESS TO
     line comes first) is refused and its lines are not read as orders; a
     PRESS line without TO and an ENDPRESS without a block are refused too."""
-    lines = _lines(body)
     blocks: list[PressBlock] = []
     passwords: list[str] = []
+    if not _ANY.search(body):
+        return body, blocks, passwords
+    lines = _lines(body)
     states = classify("\n".join(lines), sent, domain)
     i = 0
     while i < min(len(lines), MAX_SCAN_LINES):
@@ -124,6 +132,13 @@ def extract(body: str, sent: Sequence[SentMail] = (), domain: str | None = None)
             i += 1
             continue
         number = i + 1
+        if len(blocks) >= MAX_BLOCKS:
+            blocks.append(PressBlock(number, " ".join(_CONTROL.sub(" ", text).split())[:MAX_HEADER_CHARS],
+                                     error=f"more than {MAX_BLOCKS} press blocks in one mail: nothing from here on "
+                                           f"was read; send the others in another mail"))
+            for k in range(i, len(lines)):
+                lines[k] = ""
+            break
         passwords.extend(p.strip() for p in PASSWORD_RE.findall(text) if p.strip())
         if _END.match(text):
             blocks.append(PressBlock(number, text.strip(), error="ENDPRESS without a PRESS TO line before it"))
@@ -131,7 +146,7 @@ def extract(body: str, sent: Sequence[SentMail] = (), domain: str | None = None)
             i += 1
             continue
         if not _START.match(PASSWORD_RE.sub(" ", text)):
-            blocks.append(PressBlock(number, " ".join(PASSWORD_RE.sub(" ", text).split()),
+            blocks.append(PressBlock(number, " ".join(PASSWORD_RE.sub(" ", text).split())[:MAX_HEADER_CHARS],
                                      error="expected PRESS TO <handle> [<handle> ...] or PRESS TO ALL, then the "
                                            "message lines, then a line ENDPRESS"))
             lines[i] = ""

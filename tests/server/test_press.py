@@ -247,3 +247,16 @@ def test_press_text_decoded_and_password_never_relayed(pbm):
     text = pbm.text(got)
     assert "Ein sehr langer Satz für Bob, den der Client umbrochen hat und weiter." in text, text
     assert PW["alice"] not in text and "$$****$$" in text
+
+
+def test_a_mail_of_many_blocks_is_answered_within_bounds():
+    """A hostile mail of 2,000 press blocks: 50 are answered, the rest is
+    not read (and nothing of it is left to be read as orders)."""
+    from pbm_server.press import MAX_BLOCKS, extract
+
+    body = "\n".join(f"PRESS TO p{i}\nhello {i}\nENDPRESS" for i in range(2000))
+    rest, blocks, _ = extract(body)
+    assert len(blocks) == MAX_BLOCKS + 1
+    assert blocks[0].handles == ["p0"] and blocks[0].body == ["hello 0"] and blocks[0].error is None
+    assert f"more than {MAX_BLOCKS} press blocks in one mail" in (blocks[-1].error or "")
+    assert not rest.strip() and rest.count("\n") == body.count("\n")
