@@ -192,7 +192,7 @@ class OutboundMail(Base):
     created_at: Mapped[datetime]
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
-    #: reply | reply-unproven (to a mail without a password) | report | notice | gm | gm-shunts | gm-quiet
+    #: reply | reply-unproven (to a mail without a password) | report | notice | gm | gm-shunts | gm-quiet | press | gm-press (press.py)
     kind: Mapped[str] = mapped_column(String(16))
     to_addr: Mapped[str] = mapped_column(String(320))
     message_id: Mapped[str] = mapped_column(String(255))
