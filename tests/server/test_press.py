@@ -24,7 +24,9 @@ def addr(who: str) -> str:
 
 def setup(pbm: PbmServer) -> None:
     """ring: alice, bob, carol; other: dave; erin has an account but plays in
-    neither (she watches ring: an observer's membership)."""
+    neither: she watches ring.  (This branch predates `observe NAME` (issue
+    18.4, the observers table): once both are merged, erin should mail
+    `observe ring` with her password to pbm@ instead of the row below.)"""
     for who, pw in PW.items():
         pbm.secrets.add(pw)
         pbm.cli("account", "add", who, addr(who), "--password", pw)
