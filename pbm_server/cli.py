@@ -667,7 +667,8 @@ def _desk(env: Env, name: str, op, *, read: bool = False):
 @click.argument("pairs", nargs=-1, required=True)
 @pass_env
 def game_set(env: Env, name, pairs):
-    """Set server-side settings: early=on|off grace=DURATION remind=DURATION deadline=EXPR."""
+    """Set server-side settings: early=on|off grace=DURATION remind=DURATION deadline=EXPR
+    press=on|off|broadcast anonymous=on|off."""
     from pbm_server import gmdesk
 
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.set_options(s, g, parse_kv(pairs), now, "cli")))
@@ -725,6 +726,30 @@ def game_remove_player(env: Env, name, handle):
     from pbm_server import gmdesk
 
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.remove_player(s, m, g, handle, now, "cli")))
+
+
+@game.command("press")
+@click.argument("name")
+@click.option("--last", default=None, type=int, help="only the newest N messages")
+@pass_env
+def game_press(env: Env, name, last):
+    """Every press message of game NAME, oldest first: when, from whom, to whom, the text
+    (the game master sees the senders of anonymous press too)."""
+    from pbm_server.press import listing
+
+    with env.db.read() as s:
+        g = find_game(s, name)
+        if g is None:
+            fail(f"no game named {name}")
+        rows = listing(s, g, last)
+        click.echo(f"{g.name}: press={g.press_mode} anonymous={'on' if g.press_anonymous else 'off'}; "
+                   f"{len(rows)} message{'s' if len(rows) != 1 else ''}" + (f" (the newest {last})" if last else ""))
+        for p in rows:
+            to = "ALL (" + ", ".join(p.recipients) + ")" if p.to_all else ", ".join(p.recipients)
+            flags = " [anonymous]" if p.anonymous else ""
+            click.echo(f"\n#{p.id} {p.sent_at:%Y-%m-%d %H:%M} UTC from {p.sender} to {to}{flags}")
+            for line in p.body.split("\n"):
+                click.echo(f"  {line}")
 
 
 @game.command("history")

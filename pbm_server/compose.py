@@ -204,14 +204,16 @@ class Composer:
         in_reply_to: str | None = None,
         references: list[str] | None = None,
         secrets: AbstractSet[str] = frozenset(),
+        from_name: str = "pbm-server",
     ) -> tuple[str, bytes]:
-        """A complete message; returns (Message-ID, bytes)."""
+        """A complete message; returns (Message-ID, bytes).  ``from_name``: the
+        From's display name (relayed press names the game and its sender)."""
         domain = self.settings.domain
         greeting = f"Hello {to_name}," if to_name else "Hello,"
         layout = {"greeting": greeting, "domain": domain, "server": self.settings.server_address}
         text = self._render("layout.txt", {**layout, "body": redact(body.text, set(secrets))}) + "\n"
         msg = EmailMessage()
-        msg["From"] = formataddr(("pbm-server", f"{from_local}@{domain}"))
+        msg["From"] = formataddr((from_name, f"{from_local}@{domain}"))
         msg["To"] = to_addr
         msg["Subject"] = redact(subject, set(secrets))
         msg["Date"] = format_datetime(now)

@@ -27,7 +27,10 @@ from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer, tell_players
 
 #: server-side settings of a game (the game's own options are fixed at creation)
-DESK_KEYS = ("early", "grace", "remind")
+DESK_KEYS = ("early", "grace", "remind", "press", "anonymous")
+#: what the GM may set here, for refusals
+DESK_USAGE = ("early=on|off, grace=DURATION (e.g. 6h), remind=DURATION (e.g. 24h), deadline=EXPR, "
+              "press=on|off|broadcast or anonymous=on|off")
 
 
 def parse_bool(text: str) -> bool:
@@ -43,7 +46,8 @@ def desk_summary(game: Game) -> str:
     return (
         f"deadline {game.deadline or 'none'}; next {show_time(game.next_deadline)}; "
         f"early={'on' if game.early else 'off'} grace={show_duration(game.grace_minutes)} "
-        f"remind={show_duration(game.remind_minutes)}"
+        f"remind={show_duration(game.remind_minutes)} "
+        f"press={game.press_mode} anonymous={'on' if game.press_anonymous else 'off'}"
     )
 
 
@@ -53,6 +57,8 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
     early: bool | None = None
     minutes: dict[str, int] = {}
     deadline: str | None = None
+    press: str | None = None
+    anonymous: bool | None = None
     for key, value in pairs.items():
         k = key.lower()
         if k == "early":
@@ -61,14 +67,21 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
             minutes[k] = parse_duration(value)
         elif k == "deadline":
             deadline = value
+        elif k == "press":
+            press = value.strip().lower()
+            if press not in ("on", "off", "broadcast"):
+                raise DeskError(f"press={value} is not a press setting: expected press=on (players may write to any "
+                                "players of the game), press=broadcast (PRESS TO ALL only) or press=off")
+        elif k == "anonymous":
+            anonymous = parse_bool(value)
         elif k in {o.name for o in rules.options}:
             raise DeskError(
                 f"{key} is an option of the {game.kind} game, fixed when the game was created; "
-                f"here you can set early=on|off, grace=DURATION, remind=DURATION, deadline=EXPR, "
+                f"here you can set {DESK_USAGE}, "
                 f"or use the game's own GM commands (do {game.name} LINE)"
             )
         else:
-            raise DeskError(f"unknown setting {key!r}: expected early=on|off, grace=DURATION (e.g. 6h), remind=DURATION (e.g. 24h) or deadline=EXPR")
+            raise DeskError(f"unknown setting {key!r}: expected {DESK_USAGE}")
     if deadline is not None:
         if not rules.has_turns and deadline.lower() != "none":
             raise DeskError(f"{rules.title} has no turns, so it takes no deadline")
@@ -80,6 +93,10 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
         game.grace_minutes = minutes["grace"]
     if "remind" in minutes:
         game.remind_minutes = minutes["remind"]
+    if press is not None:
+        game.press_mode = press
+    if anonymous is not None:
+        game.press_anonymous = anonymous
     audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in pairs.items()), game)
     return f"{game.name}: {desk_summary(game)}"
 

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -99,6 +100,10 @@ class Game(Base):
     #: position of the open turn's random stream (random.Random.getstate());
     #: None: the stream starts at the turn seed
     rng_state: Mapped[list | None] = mapped_column(JSON)
+    #: press between the players (pbm_server/press.py): on | off | broadcast (PRESS TO ALL only)
+    press_mode: Mapped[str] = mapped_column(String(16), default="on", server_default="on")
+    #: grey press: recipients are not told who sent a message (the GM is)
+    press_anonymous: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Membership(Base):
@@ -187,7 +192,7 @@ class OutboundMail(Base):
     created_at: Mapped[datetime]
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
-    #: reply | reply-unproven (to a mail without a password) | report | notice | gm | gm-shunts | gm-quiet
+    #: reply | reply-unproven (to a mail without a password) | report | notice | gm | gm-shunts | gm-quiet | press | gm-press (press.py)
     kind: Mapped[str] = mapped_column(String(16))
     to_addr: Mapped[str] = mapped_column(String(320))
     message_id: Mapped[str] = mapped_column(String(255))
@@ -270,6 +275,31 @@ class Observer(Base):
     game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     since: Mapped[datetime]
+
+
+class Press(Base):
+    """One press message a player sent through the server (pbm_server/press.py),
+    as relayed: for the GM's `pbm game press NAME` and the rate limit."""
+
+    __tablename__ = "press"
+    __table_args__ = (Index("ix_press_game_id", "game_id", "id"), Index("ix_press_sender_sent", "sender", "sent_at"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    #: the sender's handle ("gm" for the game master's press)
+    sender: Mapped[str] = mapped_column(String(32))
+    #: handles it was delivered to
+    recipients: Mapped[list] = mapped_column(JSON)
+    #: len(recipients): what the sender's hourly limit (PBM_PRESS_PER_HOUR) counts
+    recipient_count: Mapped[int] = mapped_column(Integer)
+    #: sent as PRESS TO ALL
+    to_all: Mapped[bool] = mapped_column(Boolean)
+    #: the recipients were not told who sent it
+    anonymous: Mapped[bool] = mapped_column(Boolean)
+    #: the message as relayed
+    body: Mapped[str] = mapped_column(Text)
+    sent_at: Mapped[datetime]
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
 
 
 class SchedulerFault(Base):

@@ -53,6 +53,7 @@ from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer, NoticeBudget, forward_to_gm, tell_gm
 from pbm_server.outbound import UNPROVEN_REPLY, enqueue, replies_sent_since, unproven_replies_since
 from pbm_server.polling import Poller
+from pbm_server.press import PressBlock, Relay, extract, refuse_elsewhere
 from pbm_server.replies import sent_mails
 from pbm_server.seeds import seed_hash
 from pbm_server.senderauth import unverified_reason
@@ -130,6 +131,10 @@ class Prepared:
     postmaster: bool = False
     #: (account handle key, old password) of `password` lines -> it matched (checked once, here)
     verified: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: PRESS TO ... ENDPRESS blocks (pbm_server/press.py), never read as commands
+    press: list[PressBlock] = field(default_factory=list)
+    #: the game the mail was addressed to (NAME@DOMAIN): where its press goes
+    press_game: str | None = None
 
 
 class Worker(Poller):
@@ -297,9 +302,11 @@ class Worker(Poller):
         local = ours[0].split("@", 1)[0] if ours else "pbm"
         with self.db.read() as s:  # our mails this one answers: their lines are never commands
             answered = sent_mails(s, mail.references)
-        lines = command_lines(mail.body, answered, self.settings.domain)
+        body, prep.press, press_passwords = extract(mail.body, answered, self.settings.domain)
+        lines = command_lines(body, answered, self.settings.domain)
         cut_after = getattr(lines, "cut_after", None)
         passwords, lines, stray = split_passwords(lines)
+        passwords += press_passwords
         prep.secrets.update(passwords)
         subject = subject_command(mail.subject, lines)
         if subject is not None:
@@ -353,6 +360,7 @@ class Worker(Poller):
                     prep.notes.append(f"There is no game named {local}; nothing was done.")
                     return prep
                 prep.route = ToGame(game.name)
+                prep.press_game = game.name
                 prep.game_kind = game.kind
                 rules = get_rules(game.kind)
                 if subject is not None:
@@ -473,6 +481,8 @@ class Worker(Poller):
                     audit(s, now, actor.handle or mail.from_addr, action, detail)
             if prep.game_lines:
                 reply_from = self._run_game(s, row, prep, reply, now)
+            if prep.press:
+                reply_from = self._press(s, row, prep, reply, now) or reply_from
         if not reply.results and not reply.notes and not reply.sections:
             reply.notes.append(
                 "Your mail held no commands. Mail \"help\" to " + self.settings.server_address + " for the list of commands."
@@ -566,6 +576,21 @@ class Worker(Poller):
         if withheld:
             reply.notes.append(withheld)
             row.note = withheld
+        return game.name
+
+    def _press(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str | None:
+        """The mail's press blocks relayed to its game's players (press.py)."""
+        if prep.press_game is None:
+            reply.results.extend(refuse_elsewhere(prep.press, self.settings))
+            return None
+        game = find_game(s, prep.press_game)
+        if game is None:
+            raise LookupError(f"the game {prep.press_game} went away while the mail was handled")
+        row.game_id = game.id
+        players = get_rules(game.kind).players(self.states.state(game))
+        relay = Relay(s, self.composer, self.settings, game, players, prep.actor, now, row.id,
+                      prep.secrets | prep.echo_secrets)
+        reply.results.extend(relay.run(prep.press))
         return game.name
 
     def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime) -> None:

@@ -165,6 +165,10 @@ class Settings:
         20, "mails to other players one mail may cause (a notice to many players is never split); "
         "the rest are not sent; the GM's mail is exempt", _positive
     )
+    press_per_hour: int = _setting(
+        300, "press mails one player may have relayed per hour (a message to N players counts N; "
+        "a message that would go beyond is refused whole); the GM's press is exempt", _positive
+    )
     retry_base_seconds: float = _setting(30.0, "first delay before delivering a mail again; doubles each attempt", _positive)
     retry_max_seconds: float = _setting(1800.0, "the longest delay between two delivery attempts", _positive)
     retry_period_seconds: float = _setting(

@@ -50,7 +50,7 @@ GAME_USAGE = (
 @command(
     "game", Audience.GM,
     ("game new KIND NAME [KEY=VALUE ...] [deadline EXPR]", ""),
-    ("game set NAME early=on|off grace=6h remind=24h", ""),
+    ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off", ""),
     ("game deadline NAME EXPR|none", ""),
     ("game pause NAME", ""),
     ("game resume NAME", ""),
@@ -92,7 +92,7 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
             g = ctx.game(name)
             if sub == "set":
                 if len(words) < 4:
-                    raise DeskError("expected: game set NAME KEY=VALUE ... (early=on|off grace=6h remind=24h)")
+                    raise DeskError("expected: game set NAME KEY=VALUE ... (early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off)")
                 pairs = {}
                 for w in words[3:]:
                     if "=" not in w:

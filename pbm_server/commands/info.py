@@ -65,8 +65,13 @@ def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     return Result(line, True, f"{len(rows)} game(s) listed below" + (f", {mine} of them yours (marked *)" if mine else ""))
 
 
-@command("help", Audience.ANYONE, ("help", "this text"), ("help KIND", "a game's rules and commands ({kinds})"))
+@command("help", Audience.ANYONE, ("help", "this text"), ("help KIND", "a game's rules and commands ({kinds})"),
+         ("help press", "how to write to the other players of your game"))
 def cmd_help(ctx: ServerContext, line: Line, words: list[str]) -> Result:
+    if len(words) >= 2 and words[1].lower() == "press":
+        text = ctx.composer.render("server/help_press.txt", {"per_hour": ctx.settings.press_per_hour}).text
+        ctx.sections.append(Section(title="Press", text=text))
+        return Result(line, True, "how to send press follows")
     if len(words) >= 2:
         kind = words[1].lower()
         if kind not in KINDS:
