@@ -231,8 +231,10 @@ class Bounces:
         games = games_of(s, address)
         who = f"{acc.handle} <{address}>" if acc else address
         self.tell_gm(
-            s, f"Mail to {who} bounced repeatedly; the server sends it nothing more until it writes again.",
-            [("bounces", reason),
+            s, f"{address} is on hold: mail to it bounced repeatedly.",
+            [("player", who),
+             ("bounces", reason),
+             ("what happens", "the server sends nothing more to the address until a mail comes from it"),
              ("games", ", ".join(games) if games else "(none)"),
              ("what the player misses", "replies, reports and notices, until the hold is lifted"),
              ("lifted", "when a mail comes from the address, or by `pbm mail unhold " + address + "`")],
