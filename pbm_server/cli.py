@@ -636,7 +636,7 @@ class _InjectCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            click.echo(f"pbm: mail inject: {exc.format_message()} (check the MTA's pipe command)", err=True)
+            click.echo(f"pbm: mail inject: {exc.format_message().rstrip('.')} (check the MTA's pipe command)", err=True)
             sys.exit(EX_TEMPFAIL)
 
 
