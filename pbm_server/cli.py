@@ -27,7 +27,7 @@ from pbm_server.errors import DeskError
 from pbm_server.inbound import store_messages
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle, audit, find_game, lookalike_refusal, player_count
-from pbm_server.models import Account, Game, InboundMail, OutboundMail
+from pbm_server.models import Account, Game, InboundMail, MailHold, OutboundMail
 from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer
 from pbm_server.passwords import hash_password
@@ -35,6 +35,8 @@ from pbm_server.settings import Settings, SettingsError
 from pbm_server.turns import run_turn, why_not_done
 
 EX_USAGE = 2  # bad settings: one line per problem, never a traceback
+EX_DATAERR = 65  # `mail inject`: not a mail (the MTA bounces it)
+EX_NOUSER = 67  # `mail inject`: no such game or address (the MTA bounces it)
 EX_TEMPFAIL = 75  # `mail inject`: our fault, the MTA keeps the mail and retries
 
 EXPORT_FORMAT = "pbm-server game"
@@ -47,6 +49,8 @@ class Env:
 
     def __init__(self):
         self.fault_code = EX_USAGE
+        #: problems on one line, no warnings (`mail inject`: the MTA shows stderr to the sender)
+        self.one_line = False
         self._loaded: settings_mod.Loaded | None = None
         self._db = None
 
@@ -56,10 +60,13 @@ class Env:
             try:
                 self._loaded = settings_mod.load()
             except SettingsError as exc:
+                if self.one_line:
+                    click.echo("pbm: " + "; ".join(exc.problems), err=True)
+                    sys.exit(self.fault_code)
                 for problem in exc.problems:
                     click.echo(f"pbm: {problem}", err=True)
                 sys.exit(self.fault_code)
-            for warning in self._loaded.warnings:
+            for warning in [] if self.one_line else self._loaded.warnings:
                 click.echo(f"pbm: warning: {warning}", err=True)
             clock.use_file(self._loaded.settings.clock_file)
         return self._loaded
@@ -836,38 +843,114 @@ def mail():
     """Mail intake and the queues."""
 
 
-@mail.command("inject")
-@click.option("--from", "mail_from", default=None, help="envelope sender (default: the From header)")
-@click.option("--to", "rcpts", multiple=True, help="envelope recipient (default: pbm@DOMAIN or the To header)")
+class _InjectCommand(click.Command):
+    """``mail inject`` runs under an MTA: even a mistake in its command line
+    (the pipe's argv) is a fault of ours, exit 75 with one line, so the MTA
+    keeps the mail instead of bouncing it with a usage text."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            click.echo(f"pbm: mail inject: {exc.format_message().rstrip('.')} (check the MTA's pipe command)", err=True)
+            sys.exit(EX_TEMPFAIL)
+
+
+def _inject_log(env: Env, exc: BaseException) -> None:
+    """Append the traceback of a fault of ours to PBM_INJECT_LOG, if set (the
+    MTA only ever sees one line)."""
+    import os
+    import traceback
+
+    path = env.settings.inject_log if env._loaded is not None else os.environ.get("PBM_INJECT_LOG", "")
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {clock.now():%Y-%m-%d %H:%M:%S} UTC pbm mail inject (pid {os.getpid()})\n")
+            fh.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        pass
+
+
+def _inject_refusal(env: Env, rcpts: tuple[str, ...]) -> str | None:
+    """Why a recipient cannot be delivered to (the MTA bounces with it), or None."""
+    from pbm_server import bounces
+
+    domain = env.settings.domain.lower()
+    for rcpt in rcpts:
+        local, at, dom = rcpt.strip().strip("<>").rpartition("@")
+        local = local.lower()
+        if not at or not local or dom.lower() != domain:
+            return f"{rcpt}: not an address of {domain}; this server relays nothing"
+        if local in ("pbm", "postmaster"):
+            continue
+        with env.db.read() as s:
+            if bounces.is_bounce_local(local):
+                if bounces.outbox_id_of(bounces.read_key(s), local) is None:
+                    return f"{rcpt}: not a return path of this server"
+            elif find_game(s, local) is None:
+                return f"{rcpt}: no game named {local} here; mail pbm@{domain} with 'games' for the list"
+    return None
+
+
+@mail.command("inject", cls=_InjectCommand)
+@click.option("--from", "mail_from", default=None, help="envelope sender (Postfix: ${sender}; default: the From header)")
+@click.option("--to", "rcpts", multiple=True, help="envelope recipient (Postfix: ${recipient}; default: pbm@DOMAIN or the To header)")
 @pass_env
 def mail_inject(env: Env, mail_from, rcpts):
     """Store one RFC 5322 message from standard input (MTA pipe delivery).
 
-    Exit 0: stored; 65: refused for good (the MTA bounces it); 75: a fault of
-    ours, bad settings included (the MTA keeps the mail and tries again)."""
+    Exit 0: stored; 65 (EX_DATAERR): not a message, or too large; 67
+    (EX_NOUSER): no such game or address here; the MTA bounces both with the
+    one line on standard error.  75 (EX_TEMPFAIL): a fault of ours (settings,
+    database): the MTA keeps the mail and tries again; the traceback, if any,
+    goes to PBM_INJECT_LOG."""
     env.fault_code = EX_TEMPFAIL
+    env.one_line = True
+    try:
+        code, message = _inject(env, mail_from, rcpts)
+    except SystemExit:
+        raise
+    except Exception as exc:
+        _inject_log(env, exc)
+        click.echo(f"pbm: could not store the message: {type(exc).__name__}: {_first_line(exc)}; "
+                   "the MTA should try again later", err=True)
+        sys.exit(EX_TEMPFAIL)
+    if code:
+        click.echo(f"pbm: {message}", err=True)
+        sys.exit(code)
+    click.echo(message)
+
+
+def _inject(env: Env, mail_from: str | None, rcpts: tuple[str, ...]) -> tuple[int, str]:
     from email import policy
     from email.parser import BytesHeaderParser
     from email.utils import getaddresses
 
-    raw = sys.stdin.buffer.read(env.settings.max_message_bytes + 1)
-    if len(raw) > env.settings.max_message_bytes:
-        click.echo(f"pbm: message larger than {env.settings.max_message_bytes} bytes refused", err=True)
-        sys.exit(65)  # EX_DATAERR: the MTA bounces it
-    try:
-        head = BytesHeaderParser(policy=policy.compat32).parsebytes(raw)
-        if mail_from is None:
-            found = getaddresses([str(head.get("Return-Path", "") or head.get("From", ""))])
-            mail_from = found[0][1] if found else ""
-        if not rcpts:
-            dom = "@" + env.settings.domain.lower()
-            tos = [a for _, a in getaddresses([str(head.get("To", "")), str(head.get("Cc", ""))]) if a.lower().endswith(dom)]
-            rcpts = tuple(tos) or (env.settings.server_address,)
-        (inbox_id,) = store_messages(env.db, [(mail_from, list(rcpts), raw)])
-    except Exception as exc:
-        click.echo(f"pbm: could not store the message: {exc}", err=True)
-        sys.exit(75)  # EX_TEMPFAIL: the MTA tries again
-    click.echo(f"stored as {inbox_id}")
+    settings = env.settings
+    raw = sys.stdin.buffer.read(settings.max_message_bytes + 1)
+    if len(raw) > settings.max_message_bytes:
+        return EX_DATAERR, f"message larger than {settings.max_message_bytes} bytes refused"
+    if not raw.strip():
+        return EX_DATAERR, "empty message refused: standard input held no mail"
+    head = BytesHeaderParser(policy=policy.compat32).parsebytes(raw)
+    if not head.keys():
+        return EX_DATAERR, "not a mail: it does not start with header fields (RFC 5322)"
+    if mail_from is None:
+        found = getaddresses([str(head.get("Return-Path", "") or head.get("From", ""))])
+        mail_from = found[0][1] if found else ""
+    if mail_from.strip() in ("<>", "") or mail_from.strip().lower() == "mailer-daemon":
+        mail_from = ""  # the null sender (Postfix's pipe writes it as MAILER-DAEMON): never answered
+    if not rcpts:
+        dom = "@" + settings.domain.lower()
+        tos = [a for _, a in getaddresses([str(head.get("To", "")), str(head.get("Cc", ""))]) if a.lower().endswith(dom)]
+        rcpts = tuple(tos) or (settings.server_address,)
+    refusal = _inject_refusal(env, rcpts)
+    if refusal is not None:
+        return EX_NOUSER, refusal
+    (inbox_id,) = store_messages(env.db, [(mail_from, [r.strip().strip("<>") for r in rcpts], raw)])
+    return 0, f"stored as {inbox_id}"
 
 
 @mail.command("send")
@@ -951,6 +1034,26 @@ def mail_status(env: Env):
             click.echo(f"shunted inbox {row.id} from {row.mail_from}: {(row.note or '').strip().splitlines()[-1:]}")
         for out in s.scalars(select(OutboundMail).where(OutboundMail.status == "failed")).all():
             click.echo(f"failed outbox {out.id} to {out.to_addr}: {out.last_error}")
+        for out in s.scalars(select(OutboundMail).where(OutboundMail.status == "bounced").order_by(OutboundMail.id)).all():
+            click.echo(f"bounced outbox {out.id} to {out.to_addr}: {out.last_error}")
+        for hold in s.scalars(select(MailHold).order_by(MailHold.address)).all():
+            click.echo(f"on hold {hold.address} since {hold.since:%Y-%m-%d %H:%M} UTC: {hold.reason}; "
+                       f"lift: pbm mail unhold {hold.address}")
+
+
+@mail.command("unhold")
+@click.argument("address")
+@pass_env
+def mail_unhold(env: Env, address):
+    """Send mail to ADDRESS again after it was put on hold for bounces.
+
+    Mail already held stays unsent; the next mails go out."""
+    from pbm_server.bounces import lift_hold
+
+    with env.db.write(world=EXCLUSIVE) as s:
+        if not lift_hold(s, address, clock.now(), "cli", "pbm mail unhold"):
+            fail(f"{address.lower()} is not on hold (pbm mail status lists the held addresses)")
+    click.echo(f"{address.lower()} is no longer on hold: the next mails to it are sent")
 
 
 @mail.command("retry")

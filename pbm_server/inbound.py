@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import CursorResult, Table, insert, select, text
 from sqlalchemy.pool import PoolProxiedConnection
 
-from pbm_server import clock
+from pbm_server import bounces, clock
 from pbm_server.db import Database
 from pbm_server.models import Game, InboundMail
 from pbm_server.settings import Settings
@@ -221,13 +221,34 @@ class GameNames:
         return local in self._names
 
 
+class BounceAddresses:
+    """Checks the token of a bounce address (bounces.py) with the key read
+    once from the database (off the loop)."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self._key: bytes | None = None
+
+    def _load(self) -> bytes:
+        with self.db.read() as s:
+            return bounces.read_key(s)
+
+    async def valid(self, local: str) -> bool:
+        if self._key is None:
+            loop = asyncio.get_running_loop()
+            self._key = await loop.run_in_executor(None, self._load)
+        return bounces.outbox_id_of(self._key, local) is not None
+
+
 class InboundHandler:
     """aiosmtpd handler: small hooks, each returning an SMTP status line."""
 
-    def __init__(self, settings: Settings, writer: IntakeWriter, names: GameNames):
+    def __init__(self, settings: Settings, writer: IntakeWriter, names: GameNames,
+                 bounce_addresses: BounceAddresses | None = None):
         self.domain = settings.domain.lower()
         self.writer = writer
         self.names = names
+        self.bounce_addresses = bounce_addresses or BounceAddresses(names.db)
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if address.lower() == "postmaster":  # RFC 5321 4.5.1: <Postmaster> without a domain too
@@ -236,7 +257,14 @@ class InboundHandler:
         local = local.lower()
         if domain.lower() != self.domain or not local:
             return "550 5.1.1 Not a local address; this server relays nothing"
-        if local not in ("pbm", "postmaster"):  # postmaster: RFC 5321 requires it; forwarded to the GM
+        if bounces.is_bounce_local(local):  # the return path of one of our mails (VERP)
+            try:
+                if not await self.bounce_addresses.valid(local):
+                    return "550 5.1.1 Not a return path of this server"
+            except Exception:
+                log.exception("bounce key lookup failed")
+                return TEMPFAIL
+        elif local not in ("pbm", "postmaster"):  # postmaster: RFC 5321 requires it; forwarded to the GM
             try:
                 if not await self.names.exists(local):
                     return f"550 5.1.1 No game named {local} here; mail pbm@{self.domain} with 'games' for the list"

@@ -197,7 +197,7 @@ class OutboundMail(Base):
     to_addr: Mapped[str] = mapped_column(String(320))
     message_id: Mapped[str] = mapped_column(String(255))
     raw: Mapped[bytes] = mapped_column(LargeBinary)
-    #: pending | sent | failed
+    #: pending | sent | failed | bounced (sent, then a bounce came back) | held (its address is on hold)
     status: Mapped[str] = mapped_column(String(16), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime]
@@ -206,6 +206,8 @@ class OutboundMail(Base):
     #: which outbound process is delivering the row, and until when its claim holds
     claimed_by: Mapped[str | None] = mapped_column(String(64))
     claimed_until: Mapped[datetime | None]
+    #: when a bounce for this mail came back (status bounced)
+    bounced_at: Mapped[datetime | None]
 
 
 class AuthThrottle(Base):
@@ -313,3 +315,44 @@ class SchedulerFault(Base):
     error: Mapped[str] = mapped_column(Text)
     since: Mapped[datetime]
     told_at: Mapped[datetime]
+
+
+class ServerSecret(Base):
+    """Keys the server makes for itself (``bounce_key``: the HMAC key of the
+    VERP return paths, made by migration 0008).  Never mailed, never shown."""
+
+    __tablename__ = "server_secrets"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime]
+
+
+class Bounce(Base):
+    """A bounce (non-delivery report) that came back for one outbox row."""
+
+    __tablename__ = "bounces"
+    __table_args__ = (Index("ix_bounces_address_at", "address", "at"), Index("ix_bounces_told_at", "told_at"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime]
+    outbox_id: Mapped[int] = mapped_column(ForeignKey("outbox.id", ondelete="CASCADE"), unique=True)
+    #: the outbox row's address (lower case), not what the report claims
+    address: Mapped[str] = mapped_column(String(320))
+    #: the DSN status (5.1.1) or "unknown"
+    status: Mapped[str] = mapped_column(String(16))
+    diagnostic: Mapped[str] = mapped_column(Text)
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
+    #: when a GM summary listed it (None: not yet)
+    told_at: Mapped[datetime | None]
+
+
+class MailHold(Base):
+    """An address no mail is sent to (it bounced repeatedly); lifted when mail
+    comes from it or by `pbm mail unhold ADDRESS`."""
+
+    __tablename__ = "mail_holds"
+
+    address: Mapped[str] = mapped_column(String(320), primary_key=True)
+    since: Mapped[datetime]
+    reason: Mapped[str] = mapped_column(Text)

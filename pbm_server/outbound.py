@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from pbm_server import clock
+from pbm_server import bounces, clock
 from pbm_server.db import LOCK_OUTBOUND, Database
 from pbm_server.models import OutboundMail
 from pbm_server.polling import Poller
@@ -112,13 +112,17 @@ class Outbound(Poller):
         self._unrecorded: dict[int, tuple[str | None, bool]] = {}
         self._db_failures = 0
         self._db_retry_at = 0.0
+        #: the HMAC key of the return paths (read once)
+        self._bounce_key: bytes | None = None
 
     # -- one delivery -------------------------------------------------------------
-    def _deliver(self, row: OutboundMail) -> None:
+    def _deliver(self, row: OutboundMail, sender: str = "") -> None:
+        """``sender``: the envelope sender, the row's own return path (bounces.py)."""
         relay = self.settings.relay_host_port
         if relay is None:
             box = mailbox.Maildir(self.settings.maildir, create=True)
-            box.add(row.raw)
+            # as a delivering MTA would write it: where a bounce would go
+            box.add((f"Return-Path: <{sender}>\r\n".encode() if sender else b"") + row.raw)
             return
         host, port = relay
         try:
@@ -126,7 +130,7 @@ class Outbound(Poller):
                 options: list[str] = []
                 if not row.to_addr.isascii() and smtp.has_extn("smtputf8"):
                     options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
-                smtp.sendmail("", [row.to_addr], row.raw, mail_options=options)
+                smtp.sendmail(sender, [row.to_addr], row.raw, mail_options=options)
         except smtplib.SMTPRecipientsRefused as exc:
             code = next(iter(exc.recipients.values()))[0]
             if 500 <= code < 600:
@@ -228,6 +232,16 @@ class Outbound(Poller):
             else:
                 fresh.next_attempt_at = now + timedelta(seconds=self._delay(fresh.attempts))
 
+    def _hold(self, row_id: int) -> None:
+        """The row's address is on hold (it bounced repeatedly): not sent."""
+        with self.db.write(lock=LOCK_OUTBOUND) as s:
+            fresh = s.get(OutboundMail, row_id)
+            if fresh is None or fresh.status != "pending":
+                return
+            fresh.status = "held"
+            fresh.claimed_by = fresh.claimed_until = None
+            fresh.last_error = "not sent: the address is on hold (bounces); see pbm mail status"
+
     def _delay(self, attempts: int) -> float:
         return min(self.settings.retry_base_seconds * (2 ** (attempts - 1)), self.settings.retry_max_seconds)
 
@@ -276,6 +290,12 @@ class Outbound(Poller):
                     .limit(limit)
                 ).all()
             mine = self._claim(list(due), clock.now()) if due else []
+            held: set[str] = set()
+            if mine:
+                with self.db.read() as s:
+                    if self._bounce_key is None:
+                        self._bounce_key = bounces.read_key(s)
+                    held = bounces.held_addresses(s)
         except Exception:
             self._db_failed("read and claim the outbox")
             return 0
@@ -291,10 +311,19 @@ class Outbound(Poller):
             except Exception:
                 self._db_failed(f"read outbox row {row_id}")
                 break
+            if row.to_addr.lower() in held:
+                try:
+                    self._hold(row_id)
+                except Exception:
+                    self._db_failed(f"hold outbox row {row_id}")
+                    break
+                handled += 1
+                continue
             error: str | None = None
             permanent = False
+            assert self._bounce_key is not None
             try:
-                self._deliver(row)
+                self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain))
             except PermanentFailure as exc:
                 error, permanent = str(exc), True
             except ValueError as exc:  # e.g. a non-ASCII address smtplib cannot send to: retrying cannot help

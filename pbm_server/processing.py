@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from games import KINDS, get_rules
 from games.base import Actor, Command, Context, Line, Result
-from pbm_server import clock
+from pbm_server import bounces, clock
 from pbm_server.commands.dispatch import REGISTRY, ServerContext
 from pbm_server.compose import Composer, Reply, redact
 from pbm_server.creation import create_game
@@ -135,6 +135,9 @@ class Prepared:
     press: list[PressBlock] = field(default_factory=list)
     #: the game the mail was addressed to (NAME@DOMAIN): where its press goes
     press_game: str | None = None
+    #: sent to a return path of ours (bounces+ID-TOKEN@): the outbox id, or -1 for a forged token
+    bounce_of: int | None = None
+    bounce_report: bounces.Report | None = None
 
 
 class Worker(Poller):
@@ -145,6 +148,8 @@ class Worker(Poller):
         self.composer = composer
         self.mailer = Mailer(composer)
         self.shunts = ShuntNotices(settings, self.tell_gm)
+        self.bounces = bounces.Bounces(settings, self.tell_gm)
+        self._bounce_key: bytes | None = None
         self._db_failures = 0  # transient database errors in a row
         self.states = StateCache()  # decoded game states by version
         self.routes = RouteLocks(db)  # the route (game) of the mail in hand
@@ -164,7 +169,9 @@ class Worker(Poller):
             r = r.lower()
             if r.endswith(domain):
                 local = r[: -len(domain)]
-                return SERVER_KEY if local in ("pbm", "postmaster") else game_key(local)
+                if local in ("pbm", "postmaster") or bounces.is_bounce_local(local):
+                    return SERVER_KEY
+                return game_key(local)
         return SERVER_KEY
 
     def waiting(self) -> list[tuple[int, str]]:
@@ -212,6 +219,8 @@ class Worker(Poller):
         picked = self.pick()
         if picked is None:
             self.shunts.flush(self.db)
+            if self.settings.gm_address:
+                self.bounces.flush(self.db)
             return False
         inbox_id, key = picked
         try:
@@ -264,7 +273,7 @@ class Worker(Poller):
         if prep.actor.is_gm:
             return [], EXCLUSIVE
         keys = []
-        if prep.server_lines:
+        if prep.server_lines or prep.bounce_of is not None:
             keys.append(SERVER_KEY)
         route = prep.route
         if isinstance(route, ToGame):
@@ -290,6 +299,16 @@ class Worker(Poller):
         prep = Prepared(inbox_id, mail, Actor(handle=None, email=mail.from_addr, authenticated=False))
         prep.dedup = dedup_key(raw, mail.message_id)
         ours = [r.lower() for r in rcpts if r.lower().endswith("@" + self.settings.domain.lower())]
+        bounce_locals = [r.split("@", 1)[0] for r in ours if bounces.is_bounce_local(r.split("@", 1)[0])]
+        if bounce_locals:  # what came back to a return path of ours: never answered, no line read
+            if self._bounce_key is None:
+                with self.db.read() as s:
+                    self._bounce_key = bounces.read_key(s)
+            found = bounces.outbox_id_of(self._bounce_key, bounce_locals[0])
+            prep.bounce_of = -1 if found is None else found
+            null = envelope_from.strip() in ("", "<>") or envelope_from.strip().lower() == "mailer-daemon"
+            prep.bounce_report = bounces.read_report(raw, null)
+            return prep
         prep.abuse = abuse_report(raw)
         prep.postmaster = any(r.split("@", 1)[0] == "postmaster" for r in ours)
         if prep.abuse is not None or prep.postmaster:
@@ -449,14 +468,25 @@ class Worker(Poller):
         if dup is not None:
             row.status, row.note = "duplicate", f"same Message-ID and content as mail {dup}"
             return
+        if prep.bounce_of is not None:
+            row.status = "done"
+            if prep.bounce_of < 0 or prep.bounce_report is None:
+                row.status, row.note = "dropped", "to a return path whose token is wrong (forged?); not answered"
+            else:
+                row.note = self.bounces.handle(s, prep.bounce_of, prep.bounce_report, row.id, now)
+            return
         if prep.abuse is not None or prep.postmaster:
             self._not_to_answer(s, row, prep, now)
             return
         if prep.drop:
             row.status, row.note = "dropped", prep.drop
             return
+        unheld = bounces.lift_hold(s, prep.mail.from_addr, now, "system", f"mail {row.id} came from it")
         mail = prep.mail
         reply = Reply(notes=list(prep.notes))
+        if unheld:
+            reply.notes.append("Mail from the server to your address had bounced, so it had stopped writing to you. "
+                               "Your mail shows the address works: you get the server's mail again from now on.")
         reply_from = "pbm"
         actor = prep.actor
         if prep.bad_password:
@@ -529,8 +559,9 @@ class Worker(Poller):
             game = find_game(s, route.kind) or create_game(s, route.kind, route.kind, {}, None, now, actor="system")
         elif isinstance(route, ToGame):
             found = find_game(s, route.name)
-            if found is None:
-                raise LookupError(f"the game {route.name} went away while the mail was handled")
+            if found is None:  # removed after the mail was read: a clear answer, not a shunt
+                reply.notes.append(f"There is no game named {route.name} any more; nothing was done.")
+                return "pbm"
             game = found
         else:
             raise ValueError(f"game lines without a game route: {route!r}")

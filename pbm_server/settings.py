@@ -209,6 +209,11 @@ class Settings:
     smtp_idle_timeout_seconds: float = _setting(60.0, "an SMTP session silent this long is closed", _positive)
     gm_shunt_notice_seconds: float = _setting(
         3600.0, "at most one GM summary of shunted (set-aside) mail per this many seconds", _positive)
+    gm_bounce_notice_seconds: float = _setting(
+        3600.0, "at most one GM summary of bounced mail per this many seconds", _positive)
+    inject_log: str = _setting(
+        "", "pbm mail inject: file to which a fault of ours appends its traceback (the MTA sees one line); "
+        "empty: none")
     outbound_claim_seconds: float = _setting(
         300.0, "how long a server's claim on an outbox row holds (a server that died frees its rows after this)",
         _positive)

@@ -48,6 +48,8 @@ def free_port() -> int:
 class SinkHandler:
     def __init__(self):
         self.messages: list[tuple[list[str], bytes]] = []
+        #: the envelope sender (MAIL FROM) of each of ``messages``
+        self.senders: list[str] = []
         self.lock = threading.Lock()
         #: None: accept; otherwise the status line to answer DATA with
         self.refuse_with: str | None = None
@@ -57,6 +59,7 @@ class SinkHandler:
             return self.refuse_with
         with self.lock:
             self.messages.append(([r.lower() for r in envelope.rcpt_tos], envelope.original_content or envelope.content))
+            self.senders.append(envelope.mail_from or "")
         return "250 OK"
 
 
@@ -81,6 +84,15 @@ class Sink:
         with self.handler.lock:
             items = list(self.handler.messages)
         return [(rcpts, BytesParser(policy=policy.default).parsebytes(raw)) for rcpts, raw in items]
+
+    def return_path(self, message_id: str) -> str:
+        """The envelope sender the relay was given for the mail ``message_id``."""
+        with self.handler.lock:
+            items = list(zip(self.handler.senders, self.handler.messages, strict=True))
+        for sender, (_, raw) in items:
+            if BytesParser(policy=policy.default).parsebytes(raw, headersonly=True)["Message-ID"] == message_id:
+                return sender
+        raise AssertionError(f"the relay got no mail {message_id}")
 
 
 class PbmServer:
