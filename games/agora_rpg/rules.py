@@ -264,7 +264,7 @@ class AgoraRules(Rules[AgoraMail]):
         world.week = week + 1
         notice = Notice(
             to=[ALL_PLAYERS],
-            subject=f"{self.title}: report for week {week}",
+            subject=f"{ctx.game_name or self.title}: report for week {week}",
             template="report.txt",
             data=data,
             kind="report",
