@@ -117,7 +117,7 @@ def last_move(board: Board, viewer: str | None) -> tuple[str, frozenset[str]]:
     target = before.pieces.get(move.to)
     if target is not None:
         text += f", capturing {piece_name(target, viewer)}"
-    return text + " (squares marked * on the board).", squares
+    return text + ".", squares
 
 
 def parse_ascii_board(text: str) -> dict[str, str]:
@@ -229,7 +229,7 @@ def board_text(data: dict[str, Any]) -> str:
         out.extend(data["last_moves"])
     out.append("")
     if data.get("last_move"):
-        out.append(data["last_move"])
+        out.append(data["last_move"] + " Its squares are marked * on the board.")
     out.append(f"Position after move {data['after_move']}:")
     out.append(data["grid"])
     out.append(data["legend"])

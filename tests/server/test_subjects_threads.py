@@ -19,7 +19,7 @@ import re
 import pytest
 
 from tests.harness import PbmServer
-from tests.server.weeks import PW, WEEKS, addr, send
+from tests.server.weeks import PW, WEEKS, addr, players, send
 
 DOMAIN = "pbm.test"
 
@@ -146,9 +146,10 @@ def test_a_curio_board_is_a_thread_and_names_the_last_move(pbm):
     assert [str(m["Subject"]) for m in refused] == ["curio board 101: 1 line REFUSED"]
     bob_board = [m for m in pbm.inbox(addr("bob")) if "played" in str(m["Subject"])][-1]
     text = pbm.text(bob_board)
-    assert "Last move: Light " in text and "(squares marked * on the board)" in text
+    assert "Last move: Light " in text and "Its squares are marked * on the board." in text
     assert text.count("*") >= 3  # the line above and the two squares
-    assert "Last move: Light " in html_text(bob_board) and "outline" in pbm.html(bob_board)
+    assert "Last move: Light " in html_text(bob_board) and "framed on the board" in html_text(bob_board)
+    assert pbm.html(bob_board).count(' last" title=') == 2
 
 
 def test_curio_names_the_captured_piece_as_each_side_saw_it(pbm):
@@ -178,18 +179,23 @@ def test_curio_names_the_captured_piece_as_each_side_saw_it(pbm):
 
 
 def test_gm_actions_are_announced_to_the_players_they_touch(pbm):
-    WEEKS["giveaway"](pbm)
-    pbm.register("dan", PW["dan"], email=addr("dan"))
-    pbm.cli("game", "add", "gift", "dan")
+    players(pbm, "ann", "bob", "cat", "dan")
+    pbm.new_game("giveaway", "gift")
+    for h in ("ann", "bob", "cat"):
+        send(pbm, h, "gift", "JOIN")
+    pbm.cli("game", "add-player", "gift", "dan")
     pbm.settle()
-    assert "gift: the game master added you" in subjects_to(pbm, "dan", "gift")
+    told = [m for m in from_game(pbm, "gift") if m["Subject"] == "gift: the game master added you"]
+    assert [m["To"] for m in told] == [addr("dan")]
+    assert "added you to gift" in pbm.flat(told[0]) and "gift@pbm.test" in pbm.flat(told[0])
     assert "gift: the game master added dan" in subjects_to(pbm, "ann", "gift")
-    pbm.cli("game", "remove", "gift", "cat")
+    pbm.cli("game", "remove-player", "gift", "cat")
     pbm.settle()
     told = [m for m in from_game(pbm, "gift") if m["Subject"] == "gift: the game master removed you"]
     assert [m["To"] for m in told] == [addr("cat")]
     assert "removed you from gift" in pbm.flat(told[0])
     assert "gift: the game master removed cat" in subjects_to(pbm, "bob", "gift")
+    assert "gift: the game master removed cat" not in subjects_to(pbm, "cat", "gift")
     pbm.cli("game", "set", "gift", "grace=6h")
     pbm.settle()
     (changed,) = [m for m in from_game(pbm, "gift") if m["To"] == addr("ann") and "settings" in str(m["Subject"])]
@@ -198,6 +204,7 @@ def test_gm_actions_are_announced_to_the_players_they_touch(pbm):
     pbm.cli("game", "resume", "gift")
     pbm.settle()
     assert {"gift is paused", "gift is running again"} <= set(subjects_to(pbm, "dan", "gift"))
+    check_game_mail(pbm, "gift", {root_of(pbm, "gift")})
 
 
 def test_gm_set_is_announced_to_the_character_s_player(pbm):
