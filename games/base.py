@@ -494,6 +494,14 @@ class Rules(Generic[MailT]):
                                   data={**n.data, "viewer": None}, kind="report"))
         return out
 
+    def thread_of(self, item: Notice | Section | Command) -> tuple[str, str] | None:
+        """The thread inside the game that a mail about ``item`` (a Notice, a
+        reply Section or a Command of the mail answered) belongs to, as
+        ``(key, label)``, e.g. ``("board.101", "board 101")``: the server
+        threads each one's mails together in the players' mail clients and
+        names it in the Subject.  None (the default): the game's one thread."""
+        return None
+
     def help_text(self) -> str:
         """Rules summary and command syntax, for ``help KIND``."""
         return self.summary

@@ -678,7 +678,7 @@ def game_set(env: Env, name, pairs):
     press=on|off|broadcast anonymous=on|off."""
     from pbm_server import gmdesk
 
-    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.set_options(s, g, parse_kv(pairs), now, "cli")))
+    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.change_settings(s, m, g, parse_kv(pairs), now, "cli")))
 
 
 @game.command("deadline")

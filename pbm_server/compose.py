@@ -17,6 +17,7 @@ from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
+from html import escape as html_escape
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound, select_autoescape
 
@@ -43,6 +44,65 @@ def wrap(text: str, width: int = 72) -> str:
 def hang(text: str, indent: int = 2, width: int = 76) -> str:
     """Wrap one long message line, indenting the continuation lines."""
     return textwrap.fill(str(text), width=width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False)
+
+
+#: no line of a mail's text part is longer than this, boards aside
+MAX_LINE = 78
+#: what a board line is drawn with: a line that is mostly these is a board
+_BOARD_CHARS = set("|+[]()*$-_=#.:/\\<>")
+
+
+def is_board_line(line: str) -> bool:
+    """A line of a drawn board (rmpm's grid, curio's ranks, a table rule):
+    at least 8 drawing characters (``| + [ ] ( ) * $ - _ = # . : / \\ < >``)
+    making up at least a third of its non-blank characters.  Such lines are
+    never wrapped: wrapped, a board no longer reads."""
+    chars = [c for c in line if not c.isspace()]
+    drawn = sum(1 for c in chars if c in _BOARD_CHARS)
+    return drawn >= 8 and 3 * drawn >= len(chars)
+
+
+def fit_lines(text: str, width: int = 72, limit: int = MAX_LINE) -> str:
+    """Every line longer than ``limit`` that is not a board line, wrapped at
+    ``width``: continuation lines keep the line's indent (and its ``> `` if it
+    is an echo of the player's line) and add two spaces.  A word longer than
+    the width (a 64-digit hash, an address) is never broken."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= limit or is_board_line(line):
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        if line.lstrip().startswith("> "):
+            first, rest = lead + "> ", lead + ">   "
+            body = line.lstrip()[2:]
+        else:
+            first, rest = lead, lead + "  "
+            body = line.lstrip()
+        out.append(textwrap.fill(body, width=width, initial_indent=first, subsequent_indent=rest,
+                                 break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
+
+
+def text_html(text: str) -> str:
+    """Plain server text (a report's footer: deadline, seed lines, "No orders
+    from ...") as HTML paragraphs, so that the HTML part carries it too."""
+    paras = []
+    for para in re.split(r"\n\s*\n", text.strip("\n")):
+        lines = [html_escape(line.strip()) for line in para.split("\n") if line.strip()]
+        if lines:
+            paras.append('<p class="facts">' + "<br>\n".join(lines) + "</p>")
+    return "\n".join(paras)
+
+
+def thread_root(domain: str, game: str, game_id: int, thread: str | None = None) -> str:
+    """The Message-ID-like root every mail of one game (or of one thread
+    inside a game, such as a curio board) names in In-Reply-To/References, so
+    that mail clients keep them together.  Stable: made of the game's name and
+    id (a game made again under the same name gets a new thread)."""
+    part = f".{thread}" if thread else ""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", f"game.{game}.{game_id}{part}")
+    return f"<{safe}@{domain}>"
 
 
 def make_environment() -> Environment:
@@ -205,13 +265,17 @@ class Composer:
         references: list[str] | None = None,
         secrets: AbstractSet[str] = frozenset(),
         from_name: str = "pbm-server",
+        thread: str | None = None,
     ) -> tuple[str, bytes]:
         """A complete message; returns (Message-ID, bytes).  ``from_name``: the
-        From's display name (relayed press names the game and its sender)."""
+        From's display name (relayed press names the game and its sender).
+        ``thread``: the root (:func:`thread_root`) of the game or board the
+        mail belongs to: put first in References, and in In-Reply-To of a mail
+        that answers no mail of its recipient."""
         domain = self.settings.domain
         greeting = f"Hello {to_name}," if to_name else "Hello,"
         layout = {"greeting": greeting, "domain": domain, "server": self.settings.server_address}
-        text = self._render("layout.txt", {**layout, "body": redact(body.text, set(secrets))}) + "\n"
+        text = fit_lines(self._render("layout.txt", {**layout, "body": redact(body.text, set(secrets))})) + "\n"
         msg = EmailMessage()
         msg["From"] = formataddr((from_name, f"{from_local}@{domain}"))
         msg["To"] = to_addr
@@ -224,7 +288,11 @@ class Composer:
         msg["X-Loop"] = f"pbm@{domain}"
         if in_reply_to:
             msg["In-Reply-To"] = in_reply_to
-            msg["References"] = " ".join([*(references or [])[-10:], in_reply_to])
+            refs = [r for r in (references or []) if r != thread][-9:]
+            msg["References"] = " ".join([*([thread] if thread else []), *refs, in_reply_to])
+        elif thread:
+            msg["In-Reply-To"] = thread
+            msg["References"] = thread
         msg.set_content(text, cte="quoted-printable")
         if body.html is not None:
             html = self._render(

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy.orm import Session
 
 from games import get_rules
-from games.base import Actor, Context, Line, Outcome
+from games.base import ALL_PLAYERS, Actor, Context, Line, Notice, Outcome
 from pbm_server.creation import create_game
 from pbm_server.durations import parse_duration, show_duration
 from pbm_server.errors import DeskError
@@ -99,6 +99,27 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
         game.press_anonymous = anonymous
     audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in pairs.items()), game)
     return f"{game.name}: {desk_summary(game)}"
+
+
+def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
+    """:func:`set_options` from the GM's desk (``pbm game set``, the GM's
+    mail ``game set``): the players are told what changed."""
+    message = set_options(session, game, pairs, now, actor)
+    said = []
+    for key in pairs:
+        k = key.lower()
+        if k == "early":
+            said.append("the turn runs early once every player has sent orders" if game.early
+                        else "the turn runs at its deadline, not early")
+        elif k == "grace":
+            said.append(f"grace period after the deadline: {show_duration(game.grace_minutes)}")
+        elif k == "remind":
+            said.append(f"reminder before the deadline: {show_duration(game.remind_minutes)}")
+        elif k == "deadline":
+            said.append(f"deadline: {game.deadline or 'none'}")
+    tell_players(session, mailer, game, f"{game.name}: the game master changed its settings",
+                 f"The game master has changed the settings of {game.name}: " + "; ".join(said) + ".", now)
+    return message
 
 
 def new_game(session: Session, kind: str, name: str, pairs: dict[str, str], deadline: str | None, now: datetime, actor: str) -> Game:
@@ -188,17 +209,44 @@ def _as_player(session: Session, mailer: Mailer, game: Game, handle: str, text: 
     return outcome
 
 
+def _announce(session: Session, mailer: Mailer, game: Game, handle: str, to_them: tuple[str, str],
+              to_others: tuple[str, str], now: datetime) -> None:
+    """The GM's action, told to the player it touches and to the game's
+    other players.  Never counted against PBM_MAX_NOTICES_PER_MAIL (docs/gm.md)."""
+    rules = get_rules(game.kind)
+    acc = account_by_handle(session, handle)
+    who = acc.handle if acc else handle
+    notices = [Notice(to=[who], subject=to_them[0], text=to_them[1])]
+    mailer.send_notices(session, game, rules, notices, now)
+    mailer.send_notices(session, game, rules, [Notice(to=[ALL_PLAYERS], subject=to_others[0], text=to_others[1])], now,
+                        skip={who.lower()})
+
+
 def add_player(session: Session, mailer: Mailer, game: Game, handle: str, join_line: str | None, now: datetime, actor: str) -> str:
     line = join_line or "JOIN"
     outcome = _as_player(session, mailer, game, handle, line, now)
     audit(session, now, actor, "game add", f"{game.name}: {handle} with {line!r}", game)
-    return f"{handle} added to {game.name}: {outcome.results[0].message}"
+    result = outcome.results[0].message
+    _announce(session, mailer, game, handle,
+              (f"{game.name}: the game master added you",
+               f"The game master has added you to {game.name} ({line}): {result}\n\n"
+               f"Mail your orders to {game.name}@{mailer.composer.settings.domain} with your $$password$$."),
+              (f"{game.name}: the game master added {handle}",
+               f"The game master has added {handle} to {game.name}."), now)
+    return f"{handle} added to {game.name}: {result}"
 
 
 def remove_player(session: Session, mailer: Mailer, game: Game, handle: str, now: datetime, actor: str) -> str:
     outcome = _as_player(session, mailer, game, handle, "LEAVE", now)
     audit(session, now, actor, "game remove", f"{game.name}: {handle}", game)
-    return f"{handle} removed from {game.name}: {outcome.results[0].message}"
+    result = outcome.results[0].message
+    _announce(session, mailer, game, handle,
+              (f"{game.name}: the game master removed you",
+               f"The game master has removed you from {game.name}: {result}\n\n"
+               "You get no more mail of this game. Ask the game master if you think this is a mistake."),
+              (f"{game.name}: the game master removed {handle}",
+               f"The game master has removed {handle} from {game.name}."), now)
+    return f"{handle} removed from {game.name}: {result}"
 
 
 def gm_do(session: Session, mailer: Mailer, game: Game, lines: list[str], gm_email: str, gm_handle: str | None, now: datetime, actor: str) -> Outcome:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import ALL_PLAYERS, Notice, Rules
-from pbm_server.compose import Composer, Rendered
+from pbm_server.compose import Composer, Rendered, text_html, thread_root
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle
 from pbm_server.models import Account, AuditEntry, Game, Observer
@@ -84,6 +84,9 @@ class Mailer:
         sent = []
         for notice in notices:
             recipients = [acc for acc in self.recipients(session, rules, game.state, notice.to) if acc.handle_key not in skip]
+            found = rules.thread_of(notice)
+            thread = thread_root(self.composer.settings.domain, game.name, game.id, found[0] if found else None)
+            subject = game_subject(game.name, notice.subject)
             if budget is not None:
                 if budget.used >= budget.limit:
                     budget.withheld += len(recipients)
@@ -99,18 +102,21 @@ class Mailer:
                 kept = body
                 extra = footer(acc) if callable(footer) else footer
                 if extra:
-                    body = Rendered(body.text + "\n\n" + extra, body.html)
+                    # both parts carry the footer (the deadline, the seed lines)
+                    body = Rendered(body.text + "\n\n" + extra,
+                                    None if body.html is None else body.html + "\n" + text_html(extra))
                     if not callable(footer):
                         kept = body
                 mid, raw = self.composer.message(
                     to_addr=acc.email,
                     to_name=acc.handle,
                     from_local=game.name,
-                    subject=notice.subject,
+                    subject=subject,
                     body=body,
                     auto="auto-generated",  # a notice answers no mail of its recipient (RFC 3834)
                     now=now,
                     secrets=set(secrets_),
+                    thread=thread,
                 )
                 enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report" if notice.kind == "report" else "notice", now=now, inbound_id=inbound_id, game_id=game.id)
                 sent.append((acc, kept, notice.kind))
@@ -163,6 +169,13 @@ class Mailer:
                         inbound_id=inbound_id, game_id=game.id)
                 count += 1
         return count
+
+
+def game_subject(name: str, subject: str) -> str:
+    """A game's mail always names the game: ``NAME: `` goes before a Subject
+    that does not name it already."""
+    words = {w.strip(":,;()").lower() for w in subject.split()}
+    return subject if name.lower() in words else f"{name}: {subject}"
 
 
 def tell_players(session: Session, mailer: Mailer, game: Game, subject: str, text: str, now: datetime) -> None:

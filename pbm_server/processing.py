@@ -32,7 +32,7 @@ from games import KINDS, get_rules
 from games.base import Actor, Command, Context, Line, Result
 from pbm_server import bounces, clock
 from pbm_server.commands.dispatch import REGISTRY, ServerContext
-from pbm_server.compose import Composer, Reply, redact
+from pbm_server.compose import Composer, Reply, redact, thread_root
 from pbm_server.creation import create_game
 from pbm_server.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.headers import clean_msgid, clean_msgids, clean_text
@@ -60,6 +60,7 @@ from pbm_server.senderauth import unverified_reason
 from pbm_server.settings import Settings
 from pbm_server.shunts import ShuntNotices
 from pbm_server.statecache import StateCache
+from pbm_server.subjects import SERVER_HEAD, SubjectFacts, reply_subject
 from pbm_server.throttle import OK, THROTTLED, CredentialGate
 
 log = logging.getLogger(__name__)
@@ -489,7 +490,12 @@ class Worker(Poller):
                                "Your mail shows the address works: you get the server's mail again from now on.")
         reply_from = "pbm"
         actor = prep.actor
+        facts = SubjectFacts()
+        thread: str | None = None
         if prep.bad_password:
+            facts.bad_password = True
+            if isinstance(prep.route, ToGame | NewGameOf) and prep.game_lines:
+                facts.head = prep.route.name if isinstance(prep.route, ToGame) else prep.route.kind
             if prep.throttled:  # the throttle's note above says why
                 reply.notes.append("The password in your mail was not checked; nothing was done.")
             elif actor.handle is None:
@@ -510,9 +516,9 @@ class Worker(Poller):
                 for action, detail in sctx.audit:
                     audit(s, now, actor.handle or mail.from_addr, action, detail)
             if prep.game_lines:
-                reply_from = self._run_game(s, row, prep, reply, now)
+                reply_from, thread = self._run_game(s, row, prep, reply, now, facts)
             if prep.press:
-                reply_from = self._press(s, row, prep, reply, now) or reply_from
+                reply_from = self._press(s, row, prep, reply, now, facts) or reply_from
         if not reply.results and not reply.notes and not reply.sections:
             reply.notes.append(
                 "Your mail held no commands. Mail \"help\" to " + self.settings.server_address + " for the list of commands."
@@ -525,7 +531,7 @@ class Worker(Poller):
         if self.settings.failpoint and mail.subject == self.settings.failpoint:
             raise RuntimeError(f"failpoint {self.settings.failpoint!r} reached")
         row.status = "done"
-        self._send_reply(s, row, prep, reply, reply_from, now)
+        self._send_reply(s, row, prep, reply, reply_from, now, facts, thread)
 
     def _not_to_answer(self, s: Session, row: InboundMail, prep: Prepared, now: datetime) -> None:
         """An abuse report is recorded (inbox note, audit); a mail to postmaster
@@ -552,7 +558,10 @@ class Worker(Poller):
         row.status = "dropped" if prep.abuse is not None and not prep.postmaster else "done"
         row.note = "; ".join(notes) + "; not answered"
 
-    def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str:
+    def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime,
+                  facts: SubjectFacts) -> tuple[str, str | None]:
+        """Run the mail's game lines; returns (the game's name, the thread
+        root of the reply), and fills ``facts`` for the reply's Subject."""
         route = prep.route
         if isinstance(route, NewGameOf):
             # another mail may have made it since this one was read
@@ -561,17 +570,20 @@ class Worker(Poller):
             found = find_game(s, route.name)
             if found is None:  # removed after the mail was read: a clear answer, not a shunt
                 reply.notes.append(f"There is no game named {route.name} any more; nothing was done.")
-                return "pbm"
+                return "pbm", None
             game = found
         else:
             raise ValueError(f"game lines without a game route: {route!r}")
         rules = get_rules(game.kind)
         reply.kind = game.kind
         row.game_id = game.id
+        facts.game = True
+        facts.head = game.name + (f" {rules.turn_name} {game.turn}" if rules.has_turns else "")
         if game.status != "running":
+            facts.halted = game.status
             for cmd in prep.commands:
                 reply.results.append(Result(cmd.line, False, f"{game.name} is {game.status}; nothing was done", cmd.text))
-            return game.name
+            return game.name, self._thread(game, rules, prep.commands, [], facts)
         # the game draws from its turn's random stream (moves.apply_commands);
         # the mail records which published stream that was
         row.seed = seed_hash(game.turn_seed)
@@ -607,9 +619,12 @@ class Worker(Poller):
         if withheld:
             reply.notes.append(withheld)
             row.note = withheld
-        return game.name
+        if rules.has_turns:  # the turn now open (a mail may have started the game)
+            facts.head = f"{game.name} {rules.turn_name} {game.turn}"
+        return game.name, self._thread(game, rules, prep.commands, outcome.sections, facts)
 
-    def _press(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime) -> str | None:
+    def _press(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime,
+               facts: SubjectFacts) -> str | None:
         """The mail's press blocks relayed to its game's players (press.py)."""
         if prep.press_game is None:
             reply.results.extend(refuse_elsewhere(prep.press, self.settings))
@@ -618,13 +633,27 @@ class Worker(Poller):
         if game is None:
             raise LookupError(f"the game {prep.press_game} went away while the mail was handled")
         row.game_id = game.id
+        if facts.head == SERVER_HEAD:  # a mail of press only: name its game
+            facts.head = game.name
         players = get_rules(game.kind).players(self.states.state(game))
         relay = Relay(s, self.composer, self.settings, game, players, prep.actor, now, row.id,
                       prep.secrets | prep.echo_secrets)
         reply.results.extend(relay.run(prep.press))
         return game.name
 
-    def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime) -> None:
+    def _thread(self, game: Game, rules, commands: list[Command], sections: list, facts: SubjectFacts) -> str:
+        """The reply's thread root: the game's, or that of the game's thread
+        (a curio board) the reply's sections or commands are about."""
+        for item in [*sections, *commands]:
+            found = rules.thread_of(item)
+            if found is not None:
+                key, label = found
+                facts.head = f"{game.name} {label}"
+                return thread_root(self.settings.domain, game.name, game.id, key)
+        return thread_root(self.settings.domain, game.name, game.id)
+
+    def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime,
+                    facts: SubjectFacts, thread: str | None) -> None:
         mail = prep.mail
         since = now - timedelta(hours=1)
         count = replies_sent_since(s, mail.from_addr, since)
@@ -650,9 +679,9 @@ class Worker(Poller):
             reply.notes.append(
                 f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
             )
-        # only cleaned values go into the reply's headers (headers.py)
-        subject = clean_text(mask_unpaired(mail.subject))
-        subject = ("Re: " + subject) if subject and not subject.lower().startswith("re:") else (subject or "Your mail to pbm-server")
+        # the Subject says what became of the mail (subjects.py); only
+        # cleaned values go into the reply's headers (headers.py)
+        subject = clean_text(reply_subject(facts, reply.results, reply.orders))
         handle = prep.actor.handle if prep.actor else None
         mid, raw = self.composer.message(
             to_addr=mail.from_addr,
@@ -665,6 +694,7 @@ class Worker(Poller):
             in_reply_to=clean_msgid(mail.message_id),
             references=clean_msgids(mail.references),
             secrets=prep.secrets,
+            thread=thread,
         )
         enqueue(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply" if proven else UNPROVEN_REPLY,
                 now=now, inbound_id=row.id, game_id=row.game_id)

@@ -25,13 +25,18 @@ from pbm_server.vacations import absent_handles
 
 
 def seed_footer(game: Game, revealed: str | None) -> str:
+    """The seed lines of a report: each seed and hash on a line of its own
+    (64 hex digits, indented), so that they fit a terminal whole."""
     lines = []
     name = get_rules(game.kind).turn_name
     if revealed:
-        lines.append(f"Random seed of {name} {game.turn - 1}: {revealed}")
-        lines.append(f"  (its SHA-256, published before the {name}: {seed_hash(revealed)})")
+        lines.append(f"Random seed of {name} {game.turn - 1}:")
+        lines.append(f"  {revealed}")
+        lines.append(f"Its SHA-256, published before the {name}:")
+        lines.append(f"  {seed_hash(revealed)}")
     if game.status != "finished":
-        lines.append(f"SHA-256 of the seed of {name} {game.turn}: {seed_hash(game.turn_seed)}")
+        lines.append(f"SHA-256 of the seed of {name} {game.turn}:")
+        lines.append(f"  {seed_hash(game.turn_seed)}")
     return "\n".join(lines)
 
 

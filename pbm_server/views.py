@@ -43,8 +43,8 @@ def history(session: Session, game: Game, turn: int | None, viewer: Account | No
     lines = []
     for t in done:
         s = [x for x in afters if x.turn == t][-1]
-        lines.append(f"{rules.turn_name} {t}: processed {s.created_at:%Y-%m-%d %H:%M} UTC" + (f", seed {s.seed}" if s.seed else ""))
-    lines.append(f"{rules.turn_name} {game.turn}: open, SHA-256 of its seed {seed_hash(game.turn_seed)}")
+        lines.append(f"{rules.turn_name} {t}: processed {s.created_at:%Y-%m-%d %H:%M} UTC" + (f", seed:\n  {s.seed}" if s.seed else ""))
+    lines.append(f"{rules.turn_name} {game.turn}: open, SHA-256 of its seed:\n  {seed_hash(game.turn_seed)}")
     sections = [
         Section(title=f"{game.name}: report of {rules.turn_name} {turn}", text=text),
         Section(title=f"{game.name}: {rules.turn_name}s", text="\n".join(lines)),
@@ -63,7 +63,7 @@ def status(session: Session, game: Game, viewer: Account | None) -> list[Section
             info.append(f"Grace period after the deadline: {show_duration(game.grace_minutes)}")
         if game.early:
             info.append("The turn runs early once every player has sent orders.")
-        info.append(f"SHA-256 of the seed of {rules.turn_name} {game.turn}: {seed_hash(game.turn_seed)}")
+        info.append(f"SHA-256 of the seed of {rules.turn_name} {game.turn}:\n  {seed_hash(game.turn_seed)}")
     handle = None
     if viewer is not None:
         players = {h.lower(): h for h in rules.players(game.state)}

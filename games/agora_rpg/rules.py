@@ -233,7 +233,16 @@ class AgoraRules(Rules[AgoraMail]):
 
     def handle_gm_set(self, mail: AgoraMail, cmd: Command) -> str:
         a = cmd.args
-        return self._gm(mail, cmd, lambda world: engine.gm_set(world, a["name"], a["attribute"], a["level"], a["value"]))
+        message = self._gm(mail, cmd, lambda world: engine.gm_set(world, a["name"], a["attribute"], a["level"], a["value"]))
+        player = mail.world.character(a["name"])
+        if player is not None:  # the player is told what the Game Master changed
+            name = mail.ctx.game_name or self.title
+            what = a["attribute"].replace("_", " ") + (f" {a['level']}" if a["level"] else "")
+            mail.outcome.notices.append(Notice(
+                to=[player.name], subject=f"{name}: the game master changed your {what}",
+                text=f"The Game Master has set the {what} of your character: {message}.\n\n"
+                     + player.sheet(mail.world.points.get(player.name, 0))))
+        return message
 
     def handle_gm_fight(self, mail: AgoraMail, cmd: Command) -> str:
         a = cmd.args
@@ -264,7 +273,7 @@ class AgoraRules(Rules[AgoraMail]):
         world.week = week + 1
         notice = Notice(
             to=[ALL_PLAYERS],
-            subject=f"{self.title}: report for week {week}",
+            subject=f"{ctx.game_name or self.title}: report for week {week}",
             template="report.txt",
             data=data,
             kind="report",

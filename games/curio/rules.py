@@ -156,6 +156,16 @@ class CurioRules(Rules[CurioMail]):
                 kind="report"))
         outcome.state = dump(game)
 
+    def thread_of(self, item: Notice | Section | Command) -> tuple[str, str] | None:
+        """Each board is a thread of its own."""
+        if isinstance(item, Command):
+            number = item.args.get("board")
+        else:
+            number = item.data.get("number") if item.template == "board.txt" else None
+        if isinstance(number, int) and not isinstance(number, bool):
+            return f"board.{number}", f"board {number}"
+        return None
+
     # -- helpers ----------------------------------------------------------------------
     @staticmethod
     def _board(game: CurioState, number: int) -> Board:

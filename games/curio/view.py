@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from games.curio.boards import Board, same_handle
-from games.curio.model import DARK, LIGHT, SIDE_NAME, Piece, Position, Square
+from games.curio.model import DARK, LIGHT, SIDE_NAME, Move, Piece, Position, Square, replay
 
 LAST_MOVES = 6
 
@@ -61,7 +61,9 @@ def orientation(position: Position, viewer: str | None) -> tuple[list[int], list
     return ranks[::-1], files
 
 
-def grid_rows(position: Position, viewer: str | None) -> tuple[list[str], list[dict[str, Any]]]:
+def grid_rows(position: Position, viewer: str | None,
+              marked: frozenset[str] = frozenset()) -> tuple[list[str], list[dict[str, Any]]]:
+    """``marked``: the squares of the last move (``last`` in the cell)."""
     ranks, files = orientation(position, viewer)
     letters = [chr(ord("a") + f) for f in files]
     rows = []
@@ -69,22 +71,53 @@ def grid_rows(position: Position, viewer: str | None) -> tuple[list[str], list[d
         cells = []
         for f in files:
             token, kind = cell(position.pieces.get(Square(f, r)), viewer)
+            name = Square(f, r).name
             cells.append({"text": token.strip() or ".", "token": token, "kind": kind,
-                          "square": Square(f, r).name})
+                          "square": name, "last": name in marked})
         rows.append({"rank": r + 1, "cells": cells})
     return letters, rows
 
 
-def ascii_board(position: Position, viewer: str | None) -> str:
-    """The board as preformatted text: ``NN  cell cell ...  NN`` per rank."""
-    letters, rows = grid_rows(position, viewer)
+def ascii_board(position: Position, viewer: str | None, marked: frozenset[str] = frozenset()) -> str:
+    """The board as preformatted text: ``NN  cell cell ...  NN`` per rank; a
+    ``*`` just left of a cell marks a square of the last move (``marked``)."""
+    letters, rows = grid_rows(position, viewer, marked)
     head = "     " + "".join(f" {c}   " for c in letters)
     lines = [head.rstrip()]
     for row in rows:
-        body = " ".join(c["token"] for c in row["cells"])
-        lines.append(f"{row['rank']:>3}  {body}  {row['rank']}")
+        body = "".join(("*" if c["last"] else " ") + c["token"] for c in row["cells"])
+        lines.append(f"{row['rank']:>3} {body}  {row['rank']}")
     lines.append(head.rstrip())
     return "\n".join(lines)
+
+
+def piece_name(piece: Piece, viewer: str | None) -> str:
+    """A piece as ``viewer`` knows it, e.g. "Dark's piece (3)", "your piece [2]"."""
+    faces = "".join(str(f) for f in piece.faces_seen_by(viewer))
+    if viewer is not None and piece.side == viewer:
+        return f"your piece [{faces or '?'}]"
+    mark = f"[{faces}]" if viewer is None and piece.side == LIGHT else f"({faces})"
+    return f"{SIDE_NAME[piece.side]}'s piece " + (mark if faces else "(a face only the players know)")
+
+
+def last_move(board: Board, viewer: str | None) -> tuple[str, frozenset[str]]:
+    """(a line naming the last move and the piece it captured, as the viewer
+    knows that piece; the move's two squares); ("", {}) before the first move."""
+    if not board.moves:
+        return "", frozenset()
+    try:
+        move = Move.parse(board.moves[-1])
+        before = replay(board.setup, board.seed, board.moves[:-1], board.start)[-1]
+    except ValueError:
+        return "", frozenset()
+    squares = frozenset({move.frm.name, move.to.name})
+    mover = before.pieces.get(move.frm)
+    side = SIDE_NAME[mover.side] if mover is not None else "?"
+    text = f"Last move: {side} {move.frm.name}-{move.to.name}"
+    target = before.pieces.get(move.to)
+    if target is not None:
+        text += f", capturing {piece_name(target, viewer)}"
+    return text + ".", squares
 
 
 def parse_ascii_board(text: str) -> dict[str, str]:
@@ -173,7 +206,8 @@ def board_data(board: Board, viewer_side: str | None, headlines: list[str] | Non
         })
         return data
     pos = board.position
-    letters, rows = grid_rows(pos, viewer_side)
+    last_text, marked = last_move(board, viewer_side)
+    letters, rows = grid_rows(pos, viewer_side, marked)
     you = board.handle(viewer_side) if viewer_side else None
     offer = ""
     if board.active and board.draw_offer:
@@ -202,7 +236,8 @@ def board_data(board: Board, viewer_side: str | None, headlines: list[str] | Non
         "your_turn": bool(board.active and viewer_side == pos.to_move),
         "after_move": pos.ply,
         "last_moves": last_moves(board),
-        "grid": ascii_board(pos, viewer_side),
+        "last_move": last_text,
+        "grid": ascii_board(pos, viewer_side, marked),
         "files": letters,
         "rows": rows,
         "legend": LEGEND_OBSERVER if viewer_side is None else LEGEND_PLAYER,
@@ -229,6 +264,8 @@ def board_text(data: dict[str, Any]) -> str:
         out.append("Last moves:")
         out.extend(data["last_moves"])
     out.append("")
+    if data.get("last_move"):
+        out.append(data["last_move"] + " Its squares are marked * on the board.")
     out.append(f"Position after move {data['after_move']}:")
     out.append(data["grid"])
     out.append(data["legend"])

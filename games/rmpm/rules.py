@@ -362,7 +362,7 @@ class RmpmRules(Rules[RmpmMail]):
         game.last = update_data(game, upd)
         data = report_data(game)
         notice = Notice(to=[ALL_PLAYERS], kind="report",
-                        subject=f"{self.title}: report of week {upd.week}",
+                        subject=f"{ctx.game_name or self.title}: report of week {upd.week}",
                         template="report.txt", data=data)
         return Outcome(state=dump(game), notices=[notice], turn_done=True,
                        left=[p.handle for p in upd.left])

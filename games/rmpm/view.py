@@ -74,6 +74,8 @@ def html_grid(game: Game) -> list[list[dict[str, Any]]]:
             if names:
                 title += ", chips: " + " ".join(names)
             row.append({
+                "handles": sorted({h.lower() for h in game.occupants(f)}),
+                "who": " ".join(names),
                 "n": b.number(f),
                 "own": owner.abbr if owner else "",
                 "chip": chip,
@@ -125,6 +127,14 @@ def status_data(game: Game) -> dict[str, Any]:
         owner = game.players.get(game.owners.get(f, ""))
         businesses.append({"field": fmt(f), "owner": owner.number if owner else None,
                            "abbr": owner.abbr if owner else "-", "text": text})
+    shared = []
+    for r in range(1, SIZE + 1):
+        for c in range(1, SIZE + 1):
+            here = sorted({game.players[h].abbr for h in game.occupants((r, c))})
+            if len(here) > 1:
+                shared.append({"field": fmt((r, c)), "who": ", ".join(here)})
+    chips_of = {p.handle.lower(): {"abbr": p.abbr, "fields": " ".join(fmt(c) for c in p.fields)}
+                for p in players if p.placed}
     champs = game.champions()
     pending = [{"number": p.number, "abbr": p.abbr, "alias": p.alias,
                 "start": " ".join(fmt(f) for f in p.start) if p.start else None}
@@ -142,6 +152,8 @@ def status_data(game: Game) -> dict[str, Any]:
         "champion_abbrs": [p.abbr for p in champs],
         "pending": pending,
         "players": len(game.active()),
+        "shared": shared,
+        "chips_of": chips_of,
     }
 
 

@@ -17,6 +17,7 @@ from pbm_server.errors import DeskError
 from pbm_server.gmdesk import (
     add_player,
     change_deadline,
+    change_settings,
     desk_summary,
     first_deadline_note,
     gm_do,
@@ -24,7 +25,6 @@ from pbm_server.gmdesk import (
     pause,
     remove_player,
     resume,
-    set_options,
 )
 from pbm_server.localtime import show_time
 from pbm_server.turns import rollback, run_turn, why_not_done
@@ -99,7 +99,7 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                         raise DeskError(f"{w!r} is not KEY=VALUE")
                     k, v = w.split("=", 1)
                     pairs[k] = v
-                return set_options(ctx.session, g, pairs, ctx.now, actor)
+                return change_settings(ctx.session, ctx.outbox(), g, pairs, ctx.now, actor)
             if sub == "deadline":
                 if len(words) < 4:
                     raise DeskError("expected: game deadline NAME EXPR, e.g. game deadline g1 every Saturday 03:00 UTC, or none")

@@ -210,7 +210,7 @@ def test_a_turn_that_fails_leaves_nothing_behind_and_tells_the_gm(table_stopped)
     outbox = pbm.sql("SELECT count(*) FROM outbox")[0][0]
     pbm.set_clock("2026-11-21T03:00:00+00:00")
     gm = t.wait_mails("gm@example.org", "was not run")
-    text = pbm.text(gm[0])
+    text = pbm.flat(gm[0])  # long lines are wrapped to fit a terminal
     assert "unknown giveaway state schema 99" in text and "pbm turn run g1 --turn 1" in text
     pbm.settle()
     assert pbm.sql(row) == before

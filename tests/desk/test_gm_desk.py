@@ -161,7 +161,7 @@ def test_history_and_status_by_mail(table_stopped):
     t.order("alice")
     status = t.player("alice", "pbm", "status g1")
     assert "Open round: 1" in status and "GIVE 3 TO bob" in status and "Next deadline: Sat 2026-11-21 03:00 UTC" in status
-    published = status.split("SHA-256 of the seed of round 1: ")[1].split()[0]
+    published = status.split("SHA-256 of the seed of round 1:")[1].split()[0]
     t.order("bob")
     t.order("carol")
     pbm.run_turn("g1", "--turn", "1")
@@ -172,7 +172,7 @@ def test_history_and_status_by_mail(table_stopped):
     assert body.split("Next deadline")[0].strip()[:200] in reply
     assert "round 1: processed" in reply and "round 2: open" in reply
     import hashlib
-    revealed = reply.split("round 1: processed")[1].split("seed ")[1].split()[0]
+    revealed = reply.split("round 1: processed")[1].split("seed:")[1].split()[0]
     assert hashlib.sha256(bytes.fromhex(revealed)).hexdigest() == published
     reply = t.player("carol", "pbm", "history g1 7")
     assert "REFUSED" in reply and "no processed round 7; processed: 1" in reply

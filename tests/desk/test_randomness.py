@@ -23,7 +23,7 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
         return pbm.text(pbm.mail(f"{who}@example.org", to, f"{body}\n$${PW}$$"))
 
     status = mail("alice", "pbm", "status town")
-    published = re.search(r"SHA-256 of the seed of week 1: ([0-9a-f]{64})", status).group(1)
+    published = re.search(r"SHA-256 of the seed of week 1:\s+([0-9a-f]{64})", status).group(1)
     # dice from several mails of two players, interleaved
     mail("alice", "town", "JOIN\nMOVE Town Square -> Dungeon Level 1")
     mail("bob", "town", "JOIN\nMOVE Town Square -> Dungeon Level 1")
@@ -36,7 +36,7 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
     # the report names the address to write to (issue 17.5: it printed "(town@...)")
     assert "(town@pbm.test)" in " ".join(text.split()) and "@..." not in text
 
-    seed = re.search(r"Random seed of week 1: ([0-9a-f]{64})", text).group(1)
+    seed = re.search(r"Random seed of week 1:\s+([0-9a-f]{64})", text).group(1)
     assert hashlib.sha256(bytes.fromhex(seed)).hexdigest() == published
     rolls = [(int(sides), int(result)) for sides, result in re.findall(r": 1d(\d+) = (\d+) \(", text)]
     assert len(rolls) >= 2, text
@@ -47,25 +47,25 @@ def test_revealed_seed_matches_the_published_hash_and_reproduces_the_rolls(pbm_s
     other = random.Random(int.from_bytes(hashlib.sha256(b"other").digest(), "big"))
     assert [(sides, other.randint(1, sides)) for sides, _ in rolls] != rolls
     # the next week's hash is already published in the same report
-    next_hash = re.search(r"SHA-256 of the seed of week 2: ([0-9a-f]{64})", text).group(1)
+    next_hash = re.search(r"SHA-256 of the seed of week 2:\s+([0-9a-f]{64})", text).group(1)
 
     # a rollback cannot re-roll: the week runs again with the same seed and stream
     pbm.cli("turn", "rollback", "town", "1")
     status = mail("bob", "pbm", "status town")
-    assert f"SHA-256 of the seed of week 1: {published}" in status
+    assert f"SHA-256 of the seed of week 1:\n  {published}" in status
     mail("alice", "town", "EXPLORE")  # one more roll, drawn where the stream stood
     pbm.run_turn("town", "--turn", "1")
     again = [m for m in pbm.inbox("alice@example.org") if "report for week 1" in str(m["Subject"])]
     assert len(again) == 2
     text2 = pbm.text(again[1])
-    assert f"Random seed of week 1: {seed}" in text2
+    assert f"Random seed of week 1:\n  {seed}" in text2
     rolls2 = [(int(sides), int(result)) for sides, result in re.findall(r": 1d(\d+) = (\d+) \(", text2)]
     assert rolls2[: len(rolls)] == rolls  # (the extra EXPLORE may be refused in a fight)
     rng = random.Random(int.from_bytes(bytes.fromhex(seed), "big"))
     assert [(sides, rng.randint(1, sides)) for sides, _ in rolls2] == rolls2
     # nor can it buy fresh dice for the next week: its published hash stands
-    assert f"SHA-256 of the seed of week 2: {next_hash}" in text2
+    assert f"SHA-256 of the seed of week 2:\n  {next_hash}" in text2
     pbm.run_turn("town", "--turn", "2")
     week2 = [m for m in pbm.inbox("alice@example.org") if "report for week 2" in str(m["Subject"])]
-    seed2 = re.search(r"Random seed of week 2: ([0-9a-f]{64})", pbm.text(week2[-1])).group(1)
+    seed2 = re.search(r"Random seed of week 2:\s+([0-9a-f]{64})", pbm.text(week2[-1])).group(1)
     assert hashlib.sha256(bytes.fromhex(seed2)).hexdigest() == next_hash

@@ -48,9 +48,9 @@ def test_line_breaks_in_subject_and_message_id_are_answered(pbm):
         for name in ("Subject", "In-Reply-To", "References"):
             value = str(reply.get(name) or "")
             assert not any(ch in value for ch in "\r\n\x85\u2028\u2029"), (frm, name, value)
-        assert reply["Subject"].startswith("Re: help")
+        assert reply["Subject"].startswith("pbm-server: ")  # the server's words, never the sender's
         assert "Bcc" not in reply and "victim" not in str(reply.get("To"))
-    assert pbm.inbox("crlf@example.org")[0]["Subject"] == "Re: help Bcc: victim@example.net"
+    assert "victim" not in str(pbm.inbox("crlf@example.org")[0]["Subject"])
     assert pbm.inbox("nel@example.org")[0]["In-Reply-To"] == "<nel-1@example.org>"
     assert pbm.inbox("mid@example.org")[0]["In-Reply-To"] == "<mid-1@example.org>"
     assert pbm.inbox("gm@example.org") == []

@@ -10,6 +10,7 @@ def test_reply_is_auto_replied_and_a_notice_to_another_player_auto_generated(pbm
     notice = pbm.wait_for(bob, 3)[-1]  # the code, the confirmation, then the challenge
     assert "board 101" in pbm.flat(notice)
     assert notice["Auto-Submitted"] == "auto-generated"
-    assert notice["In-Reply-To"] is None  # bob sent nothing this answers
+    # bob sent nothing this answers: it names only the board's thread root (issue 17)
+    assert notice["In-Reply-To"] == notice["References"] == "<game.curio.1.board.101@pbm.test>"
     for m in (reply, notice):
         assert m["Message-ID"] and m["From"].endswith("@pbm.test>")

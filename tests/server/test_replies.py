@@ -192,7 +192,8 @@ def test_subject_repeating_a_body_line_runs_once(pbm):
 def test_unreadable_line_is_masked_only_in_its_echo(pbm):
     reply = pbm.mail(addr("erin"), "pbm", "what are the rules\nhelp", subject="what are the rules")
     text = pbm.text(reply)
-    assert reply["Subject"] == "Re: what are the rules"
+    # the Subject says what happened, in the server's words: never the masked line
+    assert reply["Subject"] == "pbm-server: 1 line REFUSED (what), help"
     assert "> what are **** ****" in text
     assert text.count("****") == 2  # the two masked words of the echo, nowhere else
     assert "the rules" in text.split("Help", 1)[1] or " the " in text.split("Help", 1)[1]

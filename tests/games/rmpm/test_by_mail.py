@@ -114,7 +114,7 @@ def test_two_weeks_by_mail(pbm):
     assert cell(nums, 6) == "$2" and cell(chips, 6) == "bd" and cell(chips, 5) == "  "
     own = rep[rep.index("FIELD OWNERSHIP"):]
     assert "\n01 01-06\n" in own
-    inv = rep[rep.index("INVENTORY OF THE PLAYERS"):]
+    inv = rep[rep.index("INVENTORY OF THE PLAYERS"):rep.index("Bank:")]
     wcu = {squeeze(ln).split()[1]: int(squeeze(ln).split()[2]) for ln in inv.splitlines()
            if ln.strip() and ln.strip()[0].isdigit()}
     assert wcu == {"bd": 10000, "ir": 9500, "mb": 10000, "dp": 10000}

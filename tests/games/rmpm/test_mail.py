@@ -291,7 +291,7 @@ def test_report_notice_and_view(t):
     out = t.week(st)
     n = out.notices[0]
     assert n.to == [ALL_PLAYERS] and n.kind == "report" and n.template == "report.txt"
-    assert out.turn_done and n.subject == "Rich Man - Poor Man: report of week 1"
+    assert out.turn_done and n.subject == "world: report of week 1"
     assert t.text(RULES.view(out.state, None)[0].data) == t.text(n.data)
     text = t.text(n.data)
     assert t.server_text(n.data) == text  # trim_blocks / lstrip_blocks make no difference
@@ -389,7 +389,7 @@ def test_week_follows_the_servers_turn_counter(t):
     ctx = t.ctx()
     ctx.turn = 3
     out = RULES.run_turn(st, ctx)
-    assert out.notices[0].subject == "Rich Man - Poor Man: report of week 3"
+    assert out.notices[0].subject == "world: report of week 3"
     assert out.state["week"] == 4
     assert "THE BOARD AFTER THE UPDATE OF WEEK 3" in t.text(RULES.view(out.state, None)[0].data)
 
