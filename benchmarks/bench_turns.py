@@ -37,10 +37,50 @@ def giveaway_state(n: int) -> tuple[dict, list[str]]:
     return state, [p["handle"] for p in state["players"]]
 
 
-def rmpm_state(n: int) -> tuple[dict, list[str]]:
-    from benchmarks.bench_rmpm import position
+def rmpm_state(n: int, seed: int = 7) -> tuple[dict, list[str]]:
+    """n players, every one with orders for this week (bench_rmpm.position's
+    layout; the board's 25x25 fields hold two players each, so beyond about
+    600 players the rest wait on the parking, which holds any number)."""
+    import random
 
-    state = position(n)
+    from benchmarks.bench_rmpm import DIRS, f
+    from games.rmpm import RULES
+
+    rng = random.Random(seed)
+    free = [(r, c) for r in range(1, 26) for c in range(1, 26) if (r, c) != (13, 13)] * 2
+    rng.shuffle(free)
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    players, orders = {}, {}
+    for i in range(1, n + 1):
+        chips = []
+        while len(chips) < 2:
+            cell = free.pop() if free else (13, 13)
+            if cell in chips and cell != (13, 13):
+                free.insert(0, cell)
+                continue
+            chips.append(cell)
+        handle = f"p{i:04d}"
+        players[handle] = {
+            "number": i, "abbr": digits[i // 36 % 36] + digits[i % 36], "alias": f"player {i}",
+            "chips": [f(*c) for c in chips], "an": rng.randint(1, 100), "pn": rng.randint(1, 100),
+            "capital": rng.randint(0, 20000), "cards": {"MT": 1} if i % 10 == 0 else {},
+        }
+        lines = []
+        for a in chips:
+            while True:
+                d = rng.choice("urdl")
+                t = (a[0] + DIRS[d][0], a[1] + DIRS[d][1])
+                if 1 <= t[0] <= 25 and 1 <= t[1] <= 25:
+                    break
+            lines.append(f"{f(*a)} -> {f(*t)}")
+        if i % 3 == 0:
+            lines.append("BUY")
+        orders[handle] = lines
+    owners = {}
+    for _ in range(60):
+        owners[f(rng.randint(1, 25), rng.randint(1, 12))] = f"p{rng.randint(1, n):04d}"
+    owners.pop("13-13", None)
+    state = RULES.import_state({"players": players, "orders": orders, "owners": owners, "bank": 50000, "kiosk": 3000})
     return state, list(state["players"])
 
 
