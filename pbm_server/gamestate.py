@@ -14,7 +14,6 @@ Everything here works in the caller's session and transaction.
 from __future__ import annotations
 
 from datetime import datetime
-
 from typing import Any
 
 from sqlalchemy import delete, select

@@ -254,7 +254,7 @@ class Roster:
 
     @property
     def over(self) -> bool:
-        return self.status == OVER
+        return bool(self.status == OVER)
 
     def find(self, handle: str) -> Player | None:
         i = self._index.get(key(handle))

@@ -429,6 +429,7 @@ def _recipient_problem(game: Look, me: Player, to: str) -> str | None:
             names = [h for h in game.active_handles(21) if key(h) != me.key][:20]
             more = game.active_count() - 1 - len(names) if len(names) == 20 else 0
         else:
+            assert isinstance(game, Game)
             everyone = [p.handle for p in game.active if p.key != me.key]
             names, more = everyone[:20], len(everyone) - 20
         listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.giveaway.model import Game, Gift
+from games.giveaway.model import Gift
 from games.giveaway.resolve import RoundResult
 from games.giveaway.rings import TANGLE_LOOPS
 
