@@ -148,3 +148,40 @@ def test_giveaway_round_of_10000_players(pbm_stopped):
     hist = pbm.mail(f"{handles[5]}@example.org", "pbm", f"$${PASSWORD}$$\nhistory big", timeout=120)
     text = pbm.text(hist)
     assert f"{handles[-1]} held {holding[handles[-1]]}" in text and f"{handles[1234]} held" in text
+
+
+def test_rmpm_week_of_1000_players(pbm_stopped):
+    from benchmarks.bench_turns import rmpm_state
+
+    pbm = pbm_stopped
+    n = 1000
+    state, handles = rmpm_state(n)
+    store_game(pbm, "rmpm", "rich", state, handles)
+    pbm.start()
+
+    # ten players send their orders again by mail, over one connection
+    senders = handles[:10]
+    ids = send_many(pbm, [(f"{h}@example.org", "rich", f"$${PASSWORD}$$\n" + "\n".join(state["orders"][h]) + "\n")
+                          for h in senders])
+    wait_until(lambda: all(pbm.replies_to(i) for i in ids), 120, "the replies to the order mails")
+    for i in ids:
+        assert "accepted" in pbm.text(pbm.replies_to(i)[0])
+
+    reports = turn_run(pbm, "rich", n, "report of week")
+    longest = max(len(t) for t in reports.values())
+    assert longest < 12_000, f"the largest report has {longest} characters"
+    for number in (1, 500, 1000):
+        text = reports[f"p{number:04d}@example.org"]
+        assert f"YOUR WEEK ({n} players on the board" in text
+        assert re.search(rf"^{number:02d} \S\S player {number} ", text, re.M), text
+        assert f"THE RICHEST 10 OF {n} (YOU ARE NUMBER " in text
+        assert 'mail "history rich" to pbm@' in " ".join(text.split())
+    # what happened to a player is in their own report, not in the others'
+    own = reports["p0001@example.org"].split("WHAT HAPPENED TO YOU:")
+    assert len(own) == 2
+
+    count, stored = pbm.sql("SELECT count(*), max(length(text)) FROM turn_reports")[0]
+    assert count == n and stored < 12_000
+    whole = pbm.sql("SELECT report FROM snapshots WHERE phase = 'after'")[0][0]
+    assert "INVENTORY OF THE PLAYERS" in whole and " player 1000 " in whole
+    assert pbm.sql("SELECT turn FROM games WHERE name = 'rich'")[0][0] == 2
