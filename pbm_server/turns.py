@@ -36,6 +36,17 @@ def seed_footer(game: Game, revealed: str | None) -> str:
     return "\n".join(lines)
 
 
+#: names listed in the footer every player's report gets (a large game's
+#: list of players without orders would otherwise be in every report)
+FOOTER_NAMES = 20
+
+
+def some_names(handles: list[str] | frozenset[str]) -> str:
+    names = sorted(handles, key=str.lower)
+    more = len(names) - FOOTER_NAMES
+    return ", ".join(names[:FOOTER_NAMES]) + (f" and {more} more (the GM's audit log lists them all)" if more > 0 else "")
+
+
 class Reports:
     """The report each player got for a turn: kept as text only, a copy
     identical to the first one shared (a report to everybody is held once),
@@ -136,9 +147,9 @@ def run_turn(
         set_deadline(game, game.deadline, max(now, game.next_deadline or now))
     common = []
     if outcome.turn_done and no_orders:
-        common.append(f"No orders for {rules.turn_name} {turn} from: {', '.join(sorted(no_orders, key=str.lower))}")
+        common.append(f"No orders for {rules.turn_name} {turn} from: {some_names(no_orders)}")
     if outcome.turn_done and absent:
-        common.append(f"On vacation (kept out of the no-order rules): {', '.join(sorted(absent, key=str.lower))}")
+        common.append(f"On vacation (kept out of the no-order rules): {some_names(absent)}")
     common.append(seed_footer(game, revealed))
     common_text = "\n".join(common)
 

@@ -127,7 +127,7 @@ def test_giveaway_round_of_10000_players(pbm_stopped):
     place = re.search(r"You scored (\d+): place (\d+) of 10000\.", mine)
     assert place, mine
     # the standings' top is the same in every report, and holds the highest score
-    top = [re.search(r"^\s*1  (\S+) .* (\d+)\s+(\d+)$", t, re.M) for t in (mine, reports[f"{handles[7]}@example.org"])]
+    top = [re.search(r"^\s*1  (\S+) .* (\d+)\s+(\S+)\s*$", t, re.M) for t in (mine, reports[f"{handles[7]}@example.org"])]
     assert top[0] and top[1] and top[0].group(1) == top[1].group(1)
     assert int(top[0].group(2)) >= int(place.group(1))
     # a planted ring's member reads the ring in their own report
@@ -142,7 +142,8 @@ def test_giveaway_round_of_10000_players(pbm_stopped):
     whole = pbm.sql("SELECT report FROM snapshots WHERE phase = 'after'")[0][0]
     assert f"{last} held {holding[last]} and gave {holding[last]} to {to[last]}." in whole
     assert pbm.sql("SELECT count(*) FROM state_entries")[0][0] == 0  # the turn wrote the state whole
-    assert pbm.state("big")["round"] == 6 and pbm.state("big")["orders"] == {}
+    after = pbm.state("big")
+    assert after["orders"] == {} and (after["round"] == 6 or after["status"] == "over")
 
     # history gives the whole report: every player's line
     hist = pbm.mail(f"{handles[5]}@example.org", "pbm", f"$${PASSWORD}$$\nhistory big", timeout=120)
