@@ -167,6 +167,13 @@ class Context:
     # removal after missed turns) should leave these players out of them;
     # the server already leaves them out of reminders and early processing.
     absent: frozenset[str] = frozenset()
+    # a scratch mapping the server keeps in memory for this game between its
+    # mails (empty at first, after a restart, or whenever the server likes).
+    # A game may keep what it derived from a state here (an index of its
+    # players) to find it again for the next mail, and must check that it
+    # belongs to the state it is given, by identity (a state is never
+    # changed in place, so the same object means the same content).
+    memo: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -232,6 +239,17 @@ class Outcome:
     turn_done: bool = False
     #: the game has ended (no more turns, no more commands).
     finished: bool = False
+    #: set by ``apply`` when the mail changed nothing in the state but entries
+    #: of top-level mappings (a player's orders): field -> the keys set or
+    #: removed.  ``state`` is then the given state with just those entries
+    #: changed (existing keys keep their place, new ones come last), sharing
+    #: every other part; the server writes only these entries, so a mail's
+    #: cost does not grow with the game.  None: the state is stored whole.
+    changed_entries: dict[str, list[str]] | None = None
+    #: run_turn of a large game whose players each get their own part of the
+    #: report: the whole report, mailed to nobody and kept with the turn for
+    #: ``history`` (``to`` is ignored)
+    record: Notice | None = None
 
 
 @dataclass(frozen=True)

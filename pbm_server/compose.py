@@ -162,20 +162,20 @@ class Composer:
     def _render(self, name: str, data: dict) -> str:
         return self.env.get_template(name).render(**data).strip("\n")
 
-    def render(self, template: str, data: dict, kind: str | None = None) -> Rendered:
+    def render(self, template: str, data: dict, kind: str | None = None, html: bool = True) -> Rendered:
         """Render ``template`` (``server/x.txt`` or, with ``kind``, ``KIND/x.txt``)
-        and its ``.html`` sibling if there is one.  Every template may use
+        and its ``.html`` sibling if there is one (and ``html``).  Every template may use
         ``domain`` (the server's mail domain) to write an address."""
         name = f"{kind}/{template}" if kind and "/" not in template else template
         data = {"domain": self.settings.domain, **data}
         text = self._render(name, data)
-        html = None
-        if name.endswith(".txt"):
+        part = None
+        if html and name.endswith(".txt"):
             try:
-                html = self._render(name[:-4] + ".html", data)
+                part = self._render(name[:-4] + ".html", data)
             except TemplateNotFound:
-                html = None
-        return Rendered(text, html)
+                part = None
+        return Rendered(text, part)
 
     def section(self, section: Section, kind: str | None) -> tuple[str, str, str | None]:
         if section.template:

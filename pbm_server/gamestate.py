@@ -1,29 +1,113 @@
 """Writing what a game's rules decided: the new state (a new version), the
 next deadline, and the memberships, orders and audit lines of an outcome.
 
+A game's state is stored as a document (``games.state``) and, laid over it,
+entries written one by one (``state_entries``): a mail that changed nothing
+but some entries of a top-level mapping of the state (a player's orders,
+``Outcome.changed_entries``) writes just those rows, so its cost does not
+grow with the game.  Writing the whole state (a turn run, a join) stores the
+document again and drops the entries.
+
 Everything here works in the caller's session and transaction.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session, object_session
 
 from games.base import Outcome
 from pbm_server.deadlines import DeadlineError, parse_deadline
 from pbm_server.errors import DeskError
 from pbm_server.lookup import account_by_handle, audit
-from pbm_server.models import Game, Membership, Order
+from pbm_server.models import Game, Membership, Order, StateEntry
+
+
+def _remember(game: Game, state: dict[str, Any]) -> None:
+    game.__dict__["_state_memo"] = (game.version, state)
+
+
+def current_state(game: Game) -> dict[str, Any]:
+    """The state: the stored document with its entries laid over it, in the
+    order the rules had them (an entry added later comes after the others)."""
+    memo = game.__dict__.get("_state_memo")
+    if memo is not None and memo[0] == game.version:
+        return memo[1]  # type: ignore[no-any-return]
+    state: dict[str, Any] = game.base_state
+    session = object_session(game)
+    if session is not None and game.id is not None:
+        rows = session.execute(
+            select(StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq).where(StateEntry.game_id == game.id)
+        ).all()
+        if rows:
+            state = overlay(state, [tuple(r) for r in rows])
+    _remember(game, state)
+    return state
+
+
+def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """``state`` with entries (field, key, value, seq) laid over it (a new
+    document; ``state`` is not changed).  Entries that kept their place come
+    first, then the ones (re)added, in the order they were added."""
+    out = dict(state)
+    copied: set[str] = set()
+    for field, key, value, seq in sorted(rows, key=lambda r: (r[3] is not None, r[3] or 0)):
+        if field not in copied:
+            out[field] = dict(out.get(field) or {})
+            copied.add(field)
+        mapping = out[field]
+        if seq is not None:
+            mapping.pop(key, None)
+        if value is None:
+            mapping.pop(key, None)
+        else:
+            mapping[key] = value
+    return out
+
+
+def store_whole(game: Game, state: dict[str, Any]) -> None:
+    """Write the whole document; the entries laid over the old one go."""
+    game.base_state = state
+    session = object_session(game)
+    if session is not None and game.id is not None:
+        session.execute(delete(StateEntry).where(StateEntry.game_id == game.id))
+    _remember(game, state)
 
 
 def save_state(game: Game, state: dict, now: datetime) -> None:
     # kept as the rules returned it: a game's state is always exactly what JSON
     # reads back (tests/games/driver.py checks), so no copy is needed
+    game.version += 1
     game.state = state
+    game.updated_at = now
+
+
+def save_entries(session: Session, game: Game, old: dict[str, Any], new: dict[str, Any],
+                 changed: dict[str, list[str]], now: datetime) -> None:
+    """The new state differs from ``old`` only in the entries ``changed``
+    (field -> keys): write those rows, not the document.  Nothing changed:
+    nothing is written, and the version stays."""
+    if not any(changed.values()):
+        return
     game.version += 1
     game.updated_at = now
+    for field, keys in changed.items():
+        before, after = old.get(field) or {}, new.get(field) or {}
+        for key in dict.fromkeys(keys):
+            row = session.get(StateEntry, (game.id, field, key))
+            value = after.get(key)
+            if key in after and key not in before:
+                seq: int | None = game.version  # added: it now comes last
+            else:
+                seq = row.seq if row is not None else None  # kept its place
+            if row is None:
+                session.add(StateEntry(game_id=game.id, field=field, key=key, value=value, seq=seq))
+            else:
+                row.value, row.seq = value, seq
+    _remember(game, new)
 
 
 def set_deadline(game: Game, expr: str | None, now: datetime) -> None:

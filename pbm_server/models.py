@@ -72,9 +72,11 @@ class Game(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     kind: Mapped[str] = mapped_column(String(32))
     options: Mapped[dict] = mapped_column(JSON)
-    #: loaded only when read (a large game's document is big); the worker
-    #: keeps recent versions decoded in memory (pbm_server/statecache.py)
-    state: Mapped[dict] = mapped_column(JSON, deferred=True)
+    #: the state document as last written whole; loaded only when read (a
+    #: large game's document is big).  The game's state is this document with
+    #: its entries (StateEntry) laid over it: read and write it as ``state``.
+    #: The worker keeps recent versions decoded in memory (statecache.py).
+    base_state: Mapped[dict] = mapped_column("state", JSON, deferred=True)
     #: bumped on every change of state
     version: Mapped[int] = mapped_column(Integer, default=1)
     #: the turn now open for orders (1-based)
@@ -104,6 +106,41 @@ class Game(Base):
     press_mode: Mapped[str] = mapped_column(String(16), default="on", server_default="on")
     #: grey press: recipients are not told who sent a message (the GM is)
     press_anonymous: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    @property
+    def state(self) -> dict:
+        """The game's state: the stored document with the entries written
+        since it was last stored whole (pbm_server/gamestate.py).  Built once
+        per version of the game."""
+        from pbm_server.gamestate import current_state
+
+        return current_state(self)
+
+    @state.setter
+    def state(self, value: dict) -> None:
+        """Store the whole state (its entries, if any, are dropped)."""
+        from pbm_server.gamestate import store_whole
+
+        store_whole(self, value)
+
+
+class StateEntry(Base):
+    """One entry of a mapping at the top of a game's state, written on its
+    own (``state[field][key] = value``) so that a mail that changed nothing
+    but one player's orders does not rewrite the whole document.  Dropped
+    whenever the whole state is written again (a turn run, a join)."""
+
+    __tablename__ = "state_entries"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    #: the top-level key of the state (e.g. "orders")
+    field: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    #: the entry's value; None: the entry was removed
+    value: Mapped[dict | list | str | int | None] = mapped_column(JSON)
+    #: None: the entry kept its place in the mapping; N: it was (re)added at
+    #: game version N and comes after the stored ones, in the order of N
+    seq: Mapped[int | None] = mapped_column(Integer)
 
 
 class Membership(Base):
@@ -176,8 +213,18 @@ class Snapshot(Base):
     created_at: Mapped[datetime]
     #: ("before" only, never shown) {"seed": hex, "state": random stream position}
     rng: Mapped[dict | None] = mapped_column(JSON)
-    #: ("after") lower-cased handle -> the report that player got
-    reports: Mapped[dict | None] = mapped_column(JSON)
+
+
+class TurnReport(Base):
+    """The report one player got for a turn (``history``): one row each, so a
+    turn of a large game never stores all its reports in one row."""
+
+    __tablename__ = "turn_reports"
+
+    snapshot_id: Mapped[int] = mapped_column(ForeignKey("snapshots.id", ondelete="CASCADE"), primary_key=True)
+    #: the player's lower-cased handle
+    handle_key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
 
 
 class OutboundMail(Base):

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import Command, Context, Outcome, Rules
-from pbm_server.gamestate import record_outcome, save_state
+from pbm_server.gamestate import record_outcome, save_entries, save_state
 from pbm_server.lookup import audit
 from pbm_server.models import Game
 from pbm_server.notices import Mailer
@@ -26,13 +26,18 @@ def apply_commands(
     ``states``: the worker's decoded states (the rules never change the state
     they are given, so it is not copied)."""
     state = states.state(game) if states is not None else game.state
+    if states is not None:
+        ctx.memo = states.memo(game)
     # the dice come from the turn's stream, whatever generator the caller made;
     # a game without turns has no published stream: fresh OS randomness each time
     ctx.rng = turn_rng(game) if rules.has_turns else fresh_rng()
     outcome = rules.apply(state, commands, ctx)
     if rules.has_turns:
         keep_rng(game, ctx.rng)
-    save_state(game, outcome.state, ctx.now)
+    if outcome.changed_entries is not None:
+        save_entries(session, game, state, outcome.state, outcome.changed_entries, ctx.now)
+    else:
+        save_state(game, outcome.state, ctx.now)
     if states is not None:
         states.stage(game)
     actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"

@@ -49,10 +49,11 @@ class Mailer:
     def __init__(self, composer: Composer):
         self.composer = composer
 
-    def recipients(self, session: Session, rules: Rules, state: dict, to: list[str]) -> list[Account]:
+    def recipients(self, session: Session, rules: Rules, players: list[str], to: list[str]) -> list[Account]:
+        """The accounts of ``to`` (``players``: the game's players, for ALL_PLAYERS)."""
         handles: list[str] = []
         for h in to:
-            handles.extend(rules.players(state) if h == ALL_PLAYERS else [h])
+            handles.extend(players if h == ALL_PLAYERS else [h])
         seen, accounts = set(), []
         for h in handles:
             if h.lower() in seen:
@@ -76,14 +77,23 @@ class Mailer:
         secrets_: AbstractSet[str] = frozenset(),
         skip: AbstractSet[str] = frozenset(),
         budget: NoticeBudget | None = None,
+        each: Callable[[Account, Rendered, str], None] | None = None,
     ) -> list[tuple[Account, Rendered, str]]:
         """``footer``: text added to every mail, or a function of the
         recipient's account giving it (e.g. the deadline in their time zone).
         ``budget``: the mail's NoticeBudget, if its notices are limited.
-        Returns (account, body without a per-recipient footer, kind)."""
+        Returns (account, body without a per-recipient footer, kind); with
+        ``each``, hands each of them to it instead and returns [] (a turn of
+        a large game keeps no list of all its mails).  The outbox rows are
+        written in batches and let go of, so memory does not grow with the
+        number of mails."""
         sent = []
+        written: list[object] = []
+        players: list[str] | None = None
         for notice in notices:
-            recipients = [acc for acc in self.recipients(session, rules, game.state, notice.to) if acc.handle_key not in skip]
+            if ALL_PLAYERS in notice.to and players is None:
+                players = rules.players(game.state)
+            recipients = [acc for acc in self.recipients(session, rules, players or [], notice.to) if acc.handle_key not in skip]
             found = rules.thread_of(notice)
             thread = thread_root(self.composer.settings.domain, game.name, game.id, found[0] if found else None)
             subject = game_subject(game.name, notice.subject)
@@ -118,11 +128,30 @@ class Mailer:
                     secrets=set(secrets_),
                     thread=thread,
                 )
-                enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report" if notice.kind == "report" else "notice", now=now, inbound_id=inbound_id, game_id=game.id)
-                sent.append((acc, kept, notice.kind))
+                written.append(enqueue(session, to_addr=acc.email, message_id=mid, raw=raw,
+                                       kind="report" if notice.kind == "report" else "notice", now=now,
+                                       inbound_id=inbound_id, game_id=game.id))
+                if each is not None:
+                    each(acc, kept, notice.kind)
+                else:
+                    sent.append((acc, kept, notice.kind))
+                if len(written) >= self.BATCH:
+                    self._let_go(session, written)
+        if len(written) > 1:
+            self._let_go(session, written)
         if notices:
             self.send_to_observers(session, game, rules, notices, now, inbound_id=inbound_id)
         return sent
+
+    #: outbox rows written (flushed) at a time, and let go of by the session
+    BATCH = 200
+
+    @staticmethod
+    def _let_go(session: Session, rows: list[object]) -> None:
+        session.flush()
+        for row in rows:
+            session.expunge(row)
+        rows.clear()
 
     def send_to_observers(self, session: Session, game: Game, rules: Rules, notices: list[Notice], now: datetime,
                           *, inbound_id: int | None = None) -> int:

@@ -28,7 +28,14 @@ class StateCache:
         self.size = size
         self._states: OrderedDict[int, tuple[int, dict[str, Any]]] = OrderedDict()
         self._staged: dict[int, tuple[int, dict[str, Any]]] = {}
+        #: per game: the rules' scratch (games.base.Context.memo)
+        self._memos: dict[int, dict[str, Any]] = {}
         self.hits = self.misses = 0
+
+    def memo(self, game: Game) -> dict[str, Any]:
+        """The rules' scratch mapping for ``game`` (kept while the game's
+        state is, whatever its version: the rules check what they find)."""
+        return self._memos.setdefault(game.id, {})
 
     def state(self, game: Game) -> dict[str, Any]:
         """``game``'s state at its version: from memory when we have that
@@ -54,7 +61,8 @@ class StateCache:
             self._states.move_to_end(game_id)
         self._staged.clear()
         while len(self._states) > self.size:
-            self._states.popitem(last=False)
+            gone, _ = self._states.popitem(last=False)
+            self._memos.pop(gone, None)
 
     def drop(self) -> None:
         """The transaction rolled back: forget what it staged."""

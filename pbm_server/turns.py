@@ -9,16 +9,17 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import ALL_PLAYERS, Context, GameError, Outcome
+from pbm_server.compose import Rendered
 from pbm_server.errors import DeskError
 from pbm_server.gamestate import record_outcome, save_state, set_deadline
 from pbm_server.localtime import show_time
 from pbm_server.lookup import audit
-from pbm_server.models import Account, Game, Order, Snapshot
+from pbm_server.models import Account, Game, Order, Snapshot, TurnReport
 from pbm_server.notices import Mailer, tell_players
 from pbm_server.seeds import keep_rng, new_seed, seed_hash, turn_rng
 from pbm_server.vacations import absent_handles
@@ -38,6 +39,49 @@ def seed_footer(game: Game, revealed: str | None) -> str:
         lines.append(f"SHA-256 of the seed of {name} {game.turn}:")
         lines.append(f"  {seed_hash(game.turn_seed)}")
     return "\n".join(lines)
+
+
+#: names listed in the footer every player's report gets (a large game's
+#: list of players without orders would otherwise be in every report)
+FOOTER_NAMES = 20
+
+
+def some_names(handles: list[str] | frozenset[str]) -> str:
+    names = sorted(handles, key=str.lower)
+    more = len(names) - FOOTER_NAMES
+    return ", ".join(names[:FOOTER_NAMES]) + (f" and {more} more (the GM's audit log lists them all)" if more > 0 else "")
+
+
+class Reports:
+    """The report each player got for a turn: kept as text only, a copy
+    identical to the first one shared (a report to everybody is held once),
+    written as one row per player (``turn_reports``) in batches."""
+
+    BATCH = 500
+
+    def __init__(self, footer: str = "") -> None:
+        self.footer = footer
+        self.texts: dict[str, str] = {}
+        self.first: str | None = None
+
+    def add(self, acc: Account, body: Rendered, kind: str) -> None:
+        if kind != "report":
+            return
+        text = body.text + "\n\n" + self.footer if self.footer else body.text
+        if self.first is None:
+            self.first = text
+        elif text == self.first:
+            text = self.first
+        key = acc.handle_key
+        self.texts[key] = self.texts[key] + "\n\n" + text if key in self.texts else text
+
+    def same(self) -> bool:
+        return bool(self.texts) and all(t is self.first for t in self.texts.values())
+
+    def store(self, session: Session, snapshot_id: int) -> None:
+        rows = [{"snapshot_id": snapshot_id, "handle_key": k, "text": t} for k, t in self.texts.items()]
+        for i in range(0, len(rows), self.BATCH):
+            session.execute(insert(TurnReport), rows[i:i + self.BATCH])
 
 
 def why_not_done(outcome: Outcome) -> str:
@@ -108,9 +152,9 @@ def run_turn(
         set_deadline(game, game.deadline, max(now, game.next_deadline or now))
     common = []
     if outcome.turn_done and no_orders:
-        common.append(f"No orders for {rules.turn_name} {turn} from: {', '.join(sorted(no_orders, key=str.lower))}")
+        common.append(f"No orders for {rules.turn_name} {turn} from: {some_names(no_orders)}")
     if outcome.turn_done and absent:
-        common.append(f"On vacation (kept out of the no-order rules): {', '.join(sorted(absent, key=str.lower))}")
+        common.append(f"On vacation (kept out of the no-order rules): {some_names(absent)}")
     common.append(seed_footer(game, revealed))
     common_text = "\n".join(common)
 
@@ -119,26 +163,26 @@ def run_turn(
             return common_text
         return common_text + f"\nNext deadline: {show_time(game.next_deadline, acc.timezone)}"
 
-    sent = mailer.send_notices(session, game, rules, outcome.notices, now, footer=footer)
-    reports: dict[str, str] = {}
-    for acc, body, kind in sent:
-        if kind == "report":
-            text = body.text + "\n\n" + common_text
-            reports[acc.handle_key] = reports[acc.handle_key] + "\n\n" + text if acc.handle_key in reports else text
-    copies = set(reports.values())
+    reports = Reports(common_text)
+    mailer.send_notices(session, game, rules, outcome.notices, now, footer=footer, each=reports.add)
     to_all = all(n.to == [ALL_PLAYERS] for n in outcome.notices if n.kind == "report")
-    if len(copies) == 1 and to_all:
-        report = copies.pop()  # everybody got the same: it is public
-    elif not reports and outcome.notices and outcome.notices[0].text:
+    if outcome.record is not None:
+        # a large game: the players got their own parts, this is the whole report
+        report: str | None = mailer.composer.render(outcome.record.template, outcome.record.data, game.kind,
+                                                    html=False).text if outcome.record.template else outcome.record.text
+        report = (report or "") + "\n\n" + common_text
+    elif reports.same() and to_all:
+        report = reports.first  # everybody got the same: it is public
+    elif not reports.texts and outcome.notices and outcome.notices[0].text:
         report = outcome.notices[0].text + "\n\n" + common_text
     else:
         report = None
-    session.add(
-        Snapshot(
-            game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed,
-            report=report, reports=reports or None, created_at=now,
-        )
-    )
+    after = Snapshot(game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed,
+                     report=report, created_at=now)
+    session.add(after)
+    if report is None or outcome.record is not None:
+        session.flush()  # the snapshot's id, for its players' reports
+        reports.store(session, after.id)
     detail = f"{game.name} {rules.turn_name} {turn}" + ("" if outcome.turn_done else " (the turn stays open)")
     if no_orders and outcome.turn_done:
         detail += f"; no orders from {', '.join(no_orders)}"

@@ -12,7 +12,7 @@ from games.base import Section
 from pbm_server.durations import show_duration
 from pbm_server.errors import DeskError
 from pbm_server.localtime import show_time
-from pbm_server.models import Account, Game, Order, Snapshot
+from pbm_server.models import Account, Game, Order, Snapshot, TurnReport
 from pbm_server.seeds import seed_hash
 
 
@@ -30,14 +30,15 @@ def history(session: Session, game: Game, turn: int | None, viewer: Account | No
         raise DeskError(f"{game.name} has no processed {rules.turn_name} {turn}; processed: {', '.join(map(str, done))}")
     snap = [s for s in afters if s.turn == turn][-1]
     key = viewer.handle_key if viewer else None
-    reports = snap.reports or {}
-    if key in reports:
-        text = reports[key]
-    elif snap.report is not None:
+    own = session.get(TurnReport, (snap.id, key)) if key else None
+    if snap.report is not None:
+        # the report everybody got, or (a large game) the whole of it
         text = snap.report
-    elif is_gm and reports:
-        first = sorted(reports)[0]
-        text = f"(the copy {first} got)\n\n" + reports[first]
+    elif own is not None:
+        text = own.text
+    elif is_gm and (first := session.scalars(select(TurnReport).where(TurnReport.snapshot_id == snap.id)
+                                             .order_by(TurnReport.handle_key).limit(1)).first()) is not None:
+        text = f"(the copy {first.handle_key} got)\n\n" + first.text
     else:
         text = f"The reports of {rules.turn_name} {turn} were private to each player, and you got none."
     lines = []

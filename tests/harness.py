@@ -156,12 +156,22 @@ class PbmServer:
 
         cast = "CAST(:s AS JSON)" if self._engine.dialect.name == "postgresql" else ":s"
         self.execute(f"UPDATE games SET state = {cast} WHERE name = :n", s=json.dumps(state), n=game)
+        # the entries written over the old document go with it (pbm_server/gamestate.py)
+        self.execute("DELETE FROM state_entries WHERE game_id = (SELECT id FROM games WHERE name = :n)", n=game)
 
     def state(self, game: str) -> dict:
+        """A game's state as the server reads it: the stored document with
+        its entries (state_entries) laid over it."""
         import json
 
+        from pbm_server.gamestate import overlay
+
         raw = self.sql("SELECT state FROM games WHERE name = :n", n=game)[0][0]
-        return raw if isinstance(raw, dict) else json.loads(raw)
+        state = raw if isinstance(raw, dict) else json.loads(raw)
+        rows = self.sql("SELECT e.field, e.key, e.value, e.seq FROM state_entries e JOIN games g ON g.id = e.game_id "
+                        "WHERE g.name = :n", n=game)
+        loaded = [(f, k, v if not isinstance(v, str) else json.loads(v), q) for f, k, v, q in rows]
+        return overlay(state, loaded) if loaded else state
 
     def sql(self, query: str, **params):
         with self._engine.connect() as c:

@@ -229,6 +229,75 @@ class Game:
                     raise GameError(f"the order held for {holder.handle} gives to {g.to!r}, not another active player")
 
 
+class Roster:
+    """A stored state looked at for one order, without decoding it whole:
+    players are found through an index of their keys (built once per
+    players list and kept in the server's memo, ``Context.memo``), so an
+    order mail costs the same in a game of 10 or 10,000 players.  Offers
+    what an order needs of :class:`Game`; nothing here changes the state."""
+
+    MEMO = "giveaway.index"
+
+    def __init__(self, state: dict[str, Any], memo: dict[str, Any]) -> None:
+        if state.get("schema", SCHEMA) != SCHEMA:
+            raise GameError(f"unknown giveaway state schema {state.get('schema')!r}, expected {SCHEMA}")
+        self.state = state
+        self.round = int(state.get("round", 1))
+        self.status = state.get("status", JOINING if self.round == 1 else PLAYING)
+        self._rows: list[dict[str, Any]] = state["players"]
+        found = memo.get(self.MEMO)
+        if found is None or found[0] is not self._rows:
+            found = (self._rows, {key(str(p["handle"])): i for i, p in enumerate(self._rows)})
+            memo[self.MEMO] = found
+        self._index: dict[str, int] = found[1]
+        self.orders_held: dict[str, Any] = state.get("orders", {})
+
+    @property
+    def over(self) -> bool:
+        return bool(self.status == OVER)
+
+    def find(self, handle: str) -> Player | None:
+        i = self._index.get(key(handle))
+        if i is None:
+            return None
+        p = self._rows[i]
+        return Player(handle=str(p["handle"]), holding=int(p.get("holding", START_HOLDING)),
+                      active=bool(p.get("active", True)), score=p.get("score"), left_round=p.get("left_round"))
+
+    def player(self, handle: str) -> Player:
+        p = self.find(handle)
+        if p is None:
+            raise KeyError(handle)
+        return p
+
+    def active_handles(self, limit: int) -> list[str]:
+        """The first ``limit`` active players' handles (for a refusal's list)."""
+        out = []
+        for p in self._rows:
+            if p.get("active", True):
+                out.append(str(p["handle"]))
+                if len(out) >= limit:
+                    break
+        return out
+
+    def active_count(self) -> int:
+        return sum(1 for p in self._rows if p.get("active", True))
+
+    def order_of(self, handle: str) -> list[Gift] | None:
+        gifts = self.orders_held.get(key(handle))
+        return None if gifts is None else [Gift(int(g[0]), str(g[1])) for g in gifts]
+
+    def order_lines(self, handle: str) -> list[str]:
+        return [g.line() for g in self.order_of(handle) or []]
+
+    def with_order(self, giver: str, gifts: list[Gift]) -> dict[str, Any]:
+        """The state with ``giver``'s order replaced: a new document sharing
+        everything but the orders mapping with the one looked at."""
+        orders = dict(self.orders_held)
+        orders[giver] = [[g.amount, g.to] for g in gifts]
+        return {**self.state, "orders": orders}
+
+
 def _copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _copy(v) for k, v in value.items()}

@@ -11,7 +11,7 @@ Mail syntax (to NAME@domain, with $$password$$):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from games.base import (
     ALL_PLAYERS,
@@ -42,11 +42,12 @@ from games.giveaway.model import (
     Game,
     Gift,
     Player,
+    Roster,
     key,
 )
 from games.giveaway.resolve import advance, resolve_round
 from games.giveaway.state import dump, load, validated
-from games.giveaway.view import order_data, pts, report_data
+from games.giveaway.view import FULL_REPORT_PLAYERS, order_data, own_reports, pts, report_data
 
 
 def parse_no_order(text: str) -> str:
@@ -66,9 +67,41 @@ def parse_round_limit(text: str) -> int:
     return value
 
 
+class Look(Protocol):
+    """What an order needs of a game: a decoded Game or a Roster."""
+
+    round: int
+
+    @property
+    def over(self) -> bool: ...
+
+    def find(self, handle: str) -> Player | None: ...
+
+    def player(self, handle: str) -> Player: ...
+
+    def order_of(self, handle: str) -> list[Gift] | None: ...
+
+    def order_lines(self, handle: str) -> list[str]: ...
+
+
 @dataclass
 class GiveawayMail(Mail):
-    game: Game
+    """``state``: the state given; ``decoded``: the Game, once a command
+    needed all of it (JOIN, LEAVE).  A mail of GIVE lines alone never
+    decodes it: its order is looked up and written as one entry."""
+
+    state: State
+    decoded: Game | None = None
+
+    @property
+    def game(self) -> Game:
+        if self.decoded is None:
+            self.decoded = load(self.state)
+        return self.decoded
+
+    @game.setter
+    def game(self, value: Game) -> None:
+        self.decoded = value
 
 
 class GiveawayRules(Rules[GiveawayMail]):
@@ -120,12 +153,24 @@ class GiveawayRules(Rules[GiveawayMail]):
         return parse.parse_line(line)
 
     def open_mail(self, state: State, commands: list[Command], ctx: Context) -> GiveawayMail:
-        return GiveawayMail(ctx, commands, Outcome(state={}), game=load(state))
+        return GiveawayMail(ctx, commands, Outcome(state={}), state=state)
 
     def close_mail(self, mail: GiveawayMail) -> None:
         gives = [i for i, cmd in enumerate(mail.commands) if cmd.name == "give"]
+        if mail.decoded is None:
+            # nothing needed the whole game: the order (if any) is one entry
+            look = Roster(mail.state, mail.ctx.memo)
+            mail.outcome.state, mail.outcome.changed_entries = mail.state, {"orders": []}
+            if gives:
+                taken = self._give(mail, gives, look)
+                if taken is not None:
+                    mail.outcome.state = look.with_order(*taken)
+                    mail.outcome.changed_entries = {"orders": [taken[0]]}
+            return
         if gives:
-            mail.game = self._give(mail, gives)
+            taken = self._give(mail, gives, mail.game)
+            if taken is not None:
+                mail.game = replace(mail.game, orders={**mail.game.orders, taken[0]: taken[1]})
         mail.outcome.state = dump(mail.game)
 
     # -- the commands ---------------------------------------------------------
@@ -211,9 +256,10 @@ class GiveawayRules(Rules[GiveawayMail]):
         mail.game = game
         return message
 
-    def _give(self, mail: GiveawayMail, where: list[int]) -> Game:
-        """A mail's GIVE lines are one order set: all taken, or all refused."""
-        game, actor, out, results = mail.game, mail.ctx.actor, mail.outcome, mail.results
+    def _give(self, mail: GiveawayMail, where: list[int], game: Look) -> tuple[str, list[Gift]] | None:
+        """A mail's GIVE lines are one order set: all taken, or all refused.
+        Returns (the giver's key, the gifts) of an order taken; None: refused."""
+        actor, out, results = mail.ctx.actor, mail.outcome, mail.results
         problem = actor_problem(actor)
         cmds = [mail.commands[i] for i in where]
         messages: list[str | None] = [None] * len(cmds)
@@ -252,22 +298,23 @@ class GiveawayRules(Rules[GiveawayMail]):
                 if game.order_of(me.handle):
                     out.orders[me.handle] = game.order_lines(me.handle)
                 out.sections.append(_order_section(game, me.handle, refused=True))
-            return game
+            return None
         assert me is not None  # else every line was refused
         merged: dict[str, Gift] = {}
         for cmd in cmds:
             target = game.player(cmd.args["to"])
             g = merged.get(target.key)
             merged[target.key] = Gift(cmd.args["amount"] + (g.amount if g else 0), target.handle)
-        orders = dict(game.orders)
-        orders[me.key] = list(merged.values())
-        game = replace(game, orders=orders)
+        gifts = list(merged.values())
         for j, cmd in enumerate(cmds):
             target = game.player(cmd.args["to"])
             results[where[j]] = acceptance(cmd, f"{pts(cmd.args['amount'])} to {target.handle}")
-        out.orders[me.handle] = game.order_lines(me.handle)
-        out.sections.append(_order_section(game, me.handle, refused=False))
-        return game
+        out.orders[me.handle] = [g.line() for g in gifts]
+        out.sections.append(Section(
+            title=f"Your order for round {game.round}", template="order.txt",
+            data=order_data(game, me.handle, False, False, gifts),
+        ))
+        return me.key, gifts
 
     # -- turns ----------------------------------------------------------------
     def run_turn(self, state: State, ctx: Context) -> Outcome:
@@ -301,20 +348,23 @@ class GiveawayRules(Rules[GiveawayMail]):
         result = resolve_round(game, absent=getattr(ctx, "absent", frozenset()))
         new = advance(game, result)
         data = report_data(result, ctx.game_name)
-        notice = Notice(
-            to=[ALL_PLAYERS],
-            subject=f"{ctx.game_name}: round {result.round} report"
-            + (f" - {result.winner} wins" if result.winner else " - game over" if result.finished else ""),
-            template="report.txt",
-            data=data,
-            kind="report",
-        )
+        subject = (f"{ctx.game_name}: round {result.round} report"
+                   + (f" - {result.winner} wins" if result.winner else " - game over" if result.finished else ""))
+        notice = Notice(to=[ALL_PLAYERS], subject=subject, template="report.txt", data=data, kind="report")
+        notices = [notice]
+        record = None
+        if len(result.players) > FULL_REPORT_PLAYERS:
+            # a large game: each player gets their own part, the whole report is kept
+            record = notice
+            notices = [Notice(to=[handle], subject=subject, template="own_report.txt", data=own, kind="report")
+                       for handle, own in own_reports(result, data)]
         audit = [
             f"round {result.round} resolved: {len(result.players)} players, {len(result.analysis.rings)} rings"
             + (f", winner {result.winner}" if result.winner else "")
             + (", game over" if result.finished else "")
         ]
-        return Outcome(state=dump(new), notices=[notice], turn_done=True, finished=result.finished, audit=audit)
+        return Outcome(state=dump(new), notices=notices, record=record, turn_done=True, finished=result.finished,
+                       audit=audit)
 
     # -- what people see --------------------------------------------------------
     def players(self, state: State) -> list[str]:
@@ -370,11 +420,17 @@ class GiveawayRules(Rules[GiveawayMail]):
         return rule_book(self.summary, self.options)
 
 
-def _recipient_problem(game: Game, me: Player, to: str) -> str | None:
+def _recipient_problem(game: Look, me: Player, to: str) -> str | None:
     target = game.find(to)
     if target is None:
-        names = [p.handle for p in game.active if p is not me]
-        listed = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+        if isinstance(game, Roster):
+            names = [h for h in game.active_handles(21) if key(h) != me.key][:20]
+            more = game.active_count() - 1 - len(names) if len(names) == 20 else 0
+        else:
+            assert isinstance(game, Game)
+            everyone = [p.handle for p in game.active if p.key != me.key]
+            names, more = everyone[:20], len(everyone) - 20
+        listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")
         return f"there is no player {to!r} in this game; you can give to: {listed or 'nobody yet'}"
     if target.key == me.key:
         return "you cannot give points to yourself (rule 3): give them to other players"
@@ -383,7 +439,7 @@ def _recipient_problem(game: Game, me: Player, to: str) -> str | None:
     return None
 
 
-def _order_section(game: Game, handle: str, refused: bool, show_lines: bool = False) -> Section:
+def _order_section(game: Look, handle: str, refused: bool, show_lines: bool = False) -> Section:
     return Section(
         title=f"Your order for round {game.round}",
         template="order.txt",

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.giveaway.model import Game, Gift
+from games.giveaway.model import Gift
 from games.giveaway.resolve import RoundResult
 from games.giveaway.rings import TANGLE_LOOPS
 
 WIDTH = 76
 MAX_BREAKERS_SHOWN = 3
 MAX_TANGLE_NAMES = 12
+#: up to this many players, every player's report is the whole report; in a
+#: larger game each player gets their own part of it (own_reports)
+FULL_REPORT_PLAYERS = 50
+#: the standings in a player's own report: the top this many, and their own place
+TOP_SHOWN = 10
+#: rings, broken rings and tangles of their own shown in a player's report
+OWN_RINGS_SHOWN = 5
 
 
 def pts(n: int) -> str:
@@ -142,12 +149,14 @@ def score_table(result: RoundResult) -> str:
     return "\n".join(lines)
 
 
-def order_data(game: Game, handle: str, refused: bool, show_lines: bool) -> dict[str, Any]:
+def order_data(game: Any, handle: str, refused: bool, show_lines: bool, gifts: list[Gift] | None = None) -> dict[str, Any]:
     """Data of templates/giveaway/order.txt: the order held and the holding.
-    ``show_lines``: list the order (replies leave that to the server, which
-    lists the orders held after the per-line results)."""
+    ``game``: a Game or a Roster; ``gifts``: the order just taken (default:
+    the one held).  ``show_lines``: list the order (replies leave that to the
+    server, which lists the orders held after the per-line results)."""
     p = game.find(handle)
-    gifts: list[Gift] = game.order_of(handle) or []
+    if gifts is None:
+        gifts = game.order_of(handle) or []
     return {
         "round": game.round,
         "holding": p.holding if p else 0,
@@ -157,3 +166,89 @@ def order_data(game: Game, handle: str, refused: bool, show_lines: bool) -> dict
         "refused": refused,
         "show_lines": show_lines,
     }
+
+
+def own_reports(result: RoundResult, data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(handle, data of templates/giveaway/own_report.txt) for every player of
+    a large game: the round in numbers, the player's own gifts, the rings,
+    broken rings and tangles they were in, the top of the standings and their
+    own place.  Each is bounded whatever the number of players; the whole
+    report (``data``) is kept with the game for ``history``."""
+    n = len(result.players)
+    incoming = result.received()
+    handles = [p.handle for p in result.players]
+    order = sorted(range(n), key=lambda i: (-result.players[i].score, handles[i].casefold()))
+    rank = [0] * n
+    for pos, i in enumerate(order):
+        before = order[pos - 1] if pos else None
+        same = before is not None and result.players[before].score == result.players[i].score
+        rank[i] = rank[before] if same and before is not None else pos + 1
+    rings_of: list[list[str]] = [[] for _ in range(n)]
+    for text, ring in zip(data["ring_texts"], result.analysis.rings, strict=True):
+        for m in ring.members:
+            rings_of[m].append(text)
+    broken_of: list[list[str]] = [[] for _ in range(n)]
+    for text, b in zip(data["broken_texts"], result.analysis.broken, strict=True):
+        for m in {*b.members, *(u for u, _, _ in b.breakers)}:
+            broken_of[m].append(text)
+    tangles_of: list[list[str]] = [[] for _ in range(n)]
+    for text, t in zip(data["tangle_texts"], result.analysis.tangles, strict=True):
+        for m in t.members:
+            tangles_of[m].append(text)
+    header = ("Place", "Player", "Held", "Received", "Bonus", "Score", "Next")
+
+    def row(i: int) -> tuple[str, ...]:
+        p = result.players[i]
+        return (str(rank[i]), p.handle, str(p.holding), str(p.got), str(p.bonus), str(p.score),
+                "-" if result.finished else str(p.next_holding))
+
+    top = order[:TOP_SHOWN]
+    summary = (f"{n} players; {len(result.analysis.rings)} ring{'s' if len(result.analysis.rings) != 1 else ''} formed, "
+               f"{len(result.analysis.broken)} broken by rule 6, {len(result.analysis.tangles)} "
+               f"tangle{'s' if len(result.analysis.tangles) != 1 else ''}.")
+    common = {k: data[k] for k in ("game", "round", "winner", "finished", "next_round", "notes")}
+    out = []
+    for i, p in enumerate(result.players):
+        rows = [header] + [row(j) for j in top]
+        gap = i not in top
+        if gap:
+            rows.append(row(i))
+        widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+        lines = []
+        for k, r in enumerate(rows):
+            if gap and k == len(rows) - 1:
+                lines.append("...")
+            cells = [r[0].rjust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]
+            lines.append("  ".join(cells).rstrip())
+        if p.ordered:
+            gave = "gave " + ", ".join(f"{m} to {handles[j]}" for j, m in result.gifts[i].items())
+        elif p.kept:
+            gave = "were away (ABSENT) and keep them for the next round"
+        elif p.forfeited == p.holding:
+            gave = "sent no order and forfeited all of them"
+        else:
+            gave = f"sent no order: they were split evenly among the others, {p.forfeited} forfeited"
+        got = incoming[i]
+        received = ", ".join(f"{m} from {giver}" for giver, m in got[:OWN_RINGS_SHOWN * 4])
+        if len(got) > OWN_RINGS_SHOWN * 4:
+            received += f" and {len(got) - OWN_RINGS_SHOWN * 4} more gifts"
+        if p.share:
+            received = f"{received}; {p.share} from split holdings" if received else f"{p.share} from split holdings"
+        mine = [
+            *wrap(f"You held {p.holding} and {gave}.", "    "),
+            *wrap(f"You received {received or 'nothing'}" + (f"; ring bonus {p.bonus}." if p.bonus else "."), "    "),
+        ]
+
+        def cut(texts: list[str]) -> list[str]:
+            shown = [line for text in texts[:OWN_RINGS_SHOWN] for line in wrap(text)]
+            if len(texts) > OWN_RINGS_SHOWN:
+                shown.append(f"    and {len(texts) - OWN_RINGS_SHOWN} more")
+            return shown
+
+        out.append((p.handle, {
+            **common, "viewer": p.handle, "summary": summary, "players_count": n, "mine": mine,
+            "score": p.score, "rank": rank[i], "next": None if result.finished else p.next_holding,
+            "rings": cut(rings_of[i]), "broken": cut(broken_of[i]), "tangles": cut(tangles_of[i]),
+            "table": "\n".join(lines), "top": len(top),
+        }))
+    return out

@@ -32,7 +32,7 @@ from games.rmpm.help import rule_book
 from games.rmpm.model import START_CAPITAL, Game, Player
 from games.rmpm.parse import ORDER_NAMES
 from games.rmpm.state import dump, load, new_state, validated
-from games.rmpm.view import report_data, update_data
+from games.rmpm.view import FULL_REPORT_PLAYERS, own_reports, report_data, update_data
 
 REGISTER_FIRST = NOT_REGISTERED
 JOIN_HINT = "JOIN <abbr> <edge field> <edge field> <alias>, e.g. JOIN bd 01-05 25-10 blue dragon"
@@ -361,10 +361,15 @@ class RmpmRules(Rules[RmpmMail]):
         upd = weekly_update(game)
         game.last = update_data(game, upd)
         data = report_data(game)
-        notice = Notice(to=[ALL_PLAYERS], kind="report",
-                        subject=f"{ctx.game_name or self.title}: report of week {upd.week}",
-                        template="report.txt", data=data)
-        return Outcome(state=dump(game), notices=[notice], turn_done=True,
+        subject = f"{ctx.game_name or self.title}: report of week {upd.week}"
+        notice = Notice(to=[ALL_PLAYERS], kind="report", subject=subject, template="report.txt", data=data)
+        notices, record = [notice], None
+        handles = {p.number: p.handle for p in game.players.values()}
+        if len(handles) > FULL_REPORT_PLAYERS:
+            # a large game: each player gets their own part, the whole report is kept
+            notices, record = [Notice(to=[h], kind="report", subject=subject, template="own_report.txt", data=own)
+                               for h, own in own_reports(data, handles, ctx.game_name)], notice
+        return Outcome(state=dump(game), notices=notices, record=record, turn_done=True,
                        left=[p.handle for p in upd.left])
 
     # -- views ------------------------------------------------------------------

@@ -203,3 +203,45 @@ def report_data(game: Game) -> dict[str, Any]:
     data["last"] = game.last or None
     data["price"] = FIELD_PRICE
     return data
+
+
+#: up to this many players every report is the whole report; in a larger game
+#: each player gets their own part of it (own_reports)
+FULL_REPORT_PLAYERS = 50
+#: the richest players listed in a player's own report, and lists cut at
+TOP_SHOWN = 10
+
+
+def _cut(items: list[Any], limit: int = TOP_SHOWN) -> tuple[list[Any], int]:
+    return items[:limit], max(0, len(items) - limit)
+
+
+def own_reports(data: dict[str, Any], handles: dict[int, str], game_name: str) -> list[tuple[str, dict[str, Any]]]:
+    """(handle, data of templates/rmpm/own_report.txt) for every player on
+    the board or waiting for it, in a large game: the board, their own move
+    and what happened to them, their fields, businesses and inventory, the
+    richest players and their own place.  Bounded whatever the number of
+    players; the whole report (``data``) is kept for ``history``.
+    ``handles``: player number -> handle."""
+    last = data.get("last") or {}
+    moves = {m["number"]: m for m in last.get("moves", [])}
+    happened = {h["number"]: h["lines"] for h in last.get("happenings", [])}
+    owned = {o["number"]: o["lines"] for o in data["ownership"]}
+    inventory = {p["number"]: p for p in data["inventory"]}
+    rich = sorted(data["inventory"], key=lambda p: (-p["wcu"], p["number"]))
+    place = {p["number"]: i + 1 for i, p in enumerate(rich)}
+    placed, more_placed = _cut(last.get("placed", []))
+    left, more_left = _cut(last.get("left", []))
+    common = {k: data[k] for k in ("week", "board", "bank", "kiosk", "champions", "players")}
+    common.update(game=game_name, last_week=last.get("week"), placed=placed, more_placed=more_placed, left=left, more_left=more_left,
+                  top=rich[:TOP_SHOWN], count=len(rich))
+    out = []
+    for number, handle in sorted(handles.items()):
+        out.append((handle, {
+            **common, "viewer": handle, "number": number, "move": moves.get(number),
+            "happened": happened.get(number, []), "owned": owned.get(number, []),
+            "me": inventory.get(number), "place": place.get(number),
+            "businesses": [b for b in data["businesses"] if b["owner"] == number],
+            "pending": [p for p in data["pending"] if p["number"] == number],
+        }))
+    return out

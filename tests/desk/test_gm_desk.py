@@ -40,8 +40,8 @@ def test_rollback_restores_the_exact_earlier_state(table_stopped):
     for p in PLAYERS:
         t.order(p)
     before = t.export()
-    row = "SELECT state, turn, turn_seed, rng_state, status, deadline FROM games WHERE name = 'g1'"
-    before_row = pbm.sql(row)
+    row = "SELECT turn, turn_seed, rng_state, status, deadline FROM games WHERE name = 'g1'"
+    before_row, before_state = pbm.sql(row), pbm.state("g1")
     pbm.run_turn("g1", "--turn", "1")
     report1 = pbm.text(t.wait_mails("bob", "round 1 report")[0])
     assert t.export() != before
@@ -49,6 +49,7 @@ def test_rollback_restores_the_exact_earlier_state(table_stopped):
     assert "g1 is back before round 1" in proc.stdout
     assert t.export() == before  # state, turn, options, deadline: exactly as before
     assert pbm.sql(row) == before_row  # and the seed and random stream of round 1
+    assert pbm.state("g1") == before_state
     notice = pbm.text(t.wait_mails("alice", "round 1 rolled back")[0])
     assert "orders held for round 1 are kept" in notice
     status = t.player("alice", "pbm", "status g1")

@@ -1,0 +1,188 @@
+"""Games at their design size through the whole server (issue 15.6): the
+server's real turn path, the reports delivered to the relay sink and read
+there, the database rows they leave.  Nothing is timed; what is checked is
+what a player or the operator would see: every player gets one report, it
+holds their own part of the game and stays small, the whole report is there
+for `history`, and no row holds every player's report.
+
+The games and their players' accounts are stored directly (one password hash
+for all: 10,000 Argon2 hashes would take minutes); the orders that change go
+in as mails over one SMTP connection.  Marked ``scale``: CI runs them in a
+step of their own (.ci/run)."""
+
+from __future__ import annotations
+
+import re
+import smtplib
+from datetime import datetime, timezone
+from email.message import EmailMessage
+from email.utils import make_msgid
+
+import pytest
+
+from benchmarks.bench_giveaway import make_state
+from tests.harness import PbmServer, wait_until
+
+pytestmark = pytest.mark.scale
+
+PASSWORD = "scale-secret-1"
+
+
+def store_game(pbm: PbmServer, kind: str, name: str, state: dict, handles: list[str]) -> None:
+    """The game and one account per player, as the server's own code writes them."""
+    from pbm_server.creation import create_game
+    from pbm_server.db import Database
+    from pbm_server.models import Account, Membership
+    from pbm_server.passwords import hash_password
+
+    db = Database(pbm.db_url)
+    db.upgrade()
+    now = datetime.now(timezone.utc)
+    hashed = hash_password(PASSWORD)
+    pbm.secrets.add(PASSWORD)
+    with db.write() as s:
+        game = create_game(s, kind, name, {}, None, now, state=state)
+        s.add_all(Account(handle=h, handle_key=h.lower(), handle_skeleton=h.lower(), email=f"{h.lower()}@example.org",
+                          password_hash=hashed, created_at=now) for h in handles)
+        s.flush()
+        ids = dict(s.execute(Account.__table__.select().with_only_columns(Account.handle, Account.id)).all())
+        s.add_all(Membership(game_id=game.id, account_id=ids[h], role="player", joined_at=now) for h in handles)
+    db.dispose()
+
+
+def send_many(pbm: PbmServer, mails: list[tuple[str, str, str]]) -> list[str]:
+    """(sender, recipient, body) over one SMTP connection; the Message-IDs."""
+    ids = []
+    with smtplib.SMTP("127.0.0.1", pbm.port, timeout=60) as smtp:
+        for frm, to, body in mails:
+            msg = EmailMessage()
+            msg["From"], msg["To"], msg["Subject"] = frm, pbm.address(to), "orders"
+            msg["Message-ID"] = make_msgid(domain="example.org")
+            msg.set_content(body)
+            smtp.send_message(msg)
+            ids.append(msg["Message-ID"])
+    return ids
+
+
+def reports_of(pbm: PbmServer, subject: str) -> dict[str, str]:
+    """recipient -> text of every mail with ``subject`` the relay got."""
+    out = {}
+    for rcpts, msg in pbm.sink.all():
+        if subject in str(msg["Subject"]):
+            assert rcpts[0] not in out, f"{rcpts[0]} got two reports"
+            out[rcpts[0]] = pbm.text(msg)
+    return out
+
+
+def turn_run(pbm: PbmServer, name: str, reports: int, subject: str, timeout: float = 300) -> dict[str, str]:
+    """Run the open turn (the CLI, as the GM would) and read the reports the
+    relay got: ``reports`` of them, and no more."""
+    before = len(pbm.sink.handler.messages)
+    proc = pbm.cli("turn", "run", name)
+    assert "processed" in proc.stdout, proc.stdout + proc.stderr
+    # counted raw: parsing every mail on every look would cost more than the server's work
+    wait_until(lambda: len(pbm.sink.handler.messages) - before >= reports, timeout, f"{reports} reports at the relay")
+    pbm.settle()
+    found = reports_of(pbm, subject)
+    assert len(found) == reports
+    return found
+
+
+def test_giveaway_round_of_10000_players(pbm_stopped):
+    pbm = pbm_stopped
+    n = 10_000
+    state, planted = make_state(n, seed=3)
+    handles = [p["handle"] for p in state["players"]]
+    holding = {p["handle"]: p["holding"] for p in state["players"]}
+    store_game(pbm, "giveaway", "big", state, handles)
+    pbm.start()
+
+    # 30 players change their orders (each to give all to one of the first
+    # 30), one order is refused; all over one connection
+    changers = handles[-30:]
+    to = dict(zip(changers, handles, strict=False))
+    mails = [(f"{h}@example.org", "big", f"$${PASSWORD}$$\nGIVE {holding[h]} TO {to[h]}\n") for h in changers]
+    mails.append((f"{handles[1]}@example.org", "big", f"$${PASSWORD}$$\nGIVE {holding[handles[1]]} TO nobody-here\n"))
+    ids = send_many(pbm, mails)
+    wait_until(lambda: all(pbm.replies_to(i) for i in ids), 120, "the replies to the order mails")
+    for h, i in zip(changers, ids, strict=False):
+        reply = pbm.text(pbm.replies_to(i)[0])
+        assert f"accepted: {holding[h]} points to {to[h]}" in reply, reply
+    refused = pbm.text(pbm.replies_to(ids[-1])[0])
+    assert "there is no player 'nobody-here' in this game" in refused
+    assert "and 9979 more" in refused  # 20 names listed, not 10,000
+    # the orders went in as entries: the document was not rewritten per mail
+    entries = pbm.sql("SELECT count(*) FROM state_entries")[0][0]
+    assert entries == 30
+    assert pbm.state("big")["orders"][changers[-1]] == [[holding[changers[-1]], to[changers[-1]]]]
+
+    reports = turn_run(pbm, "big", n, "big: round 5 report")
+    sizes = sorted(len(t) for t in reports.values())
+    assert sizes[-1] < 6000, f"the largest report has {sizes[-1]} characters"
+    # a changer's own part: what they gave, by the order their mail set
+    mine = reports[f"{changers[-1]}@example.org"]
+    last = changers[-1]
+    assert f"You held {holding[last]} and gave {holding[last]} to {to[last]}." in mine
+    assert "Standings: the top 10 and you" in mine
+    place = re.search(r"You scored (\d+): place (\d+) of 10000\.", mine)
+    assert place, mine
+    # the standings' top is the same in every report, and holds the highest score
+    top = [re.search(r"^\s*1  (\S+) .* (\d+)\s+(\S+)\s*$", t, re.M) for t in (mine, reports[f"{handles[7]}@example.org"])]
+    assert top[0] and top[1] and top[0].group(1) == top[1].group(1)
+    assert int(top[0].group(2)) >= int(place.group(1))
+    # a planted ring's member reads the ring in their own report
+    ring = planted[0].rstrip(":")
+    member = ring.split(" > ")[0]
+    assert ring in reports[f"{member}@example.org"].replace("\n    ", " ")
+    assert "mail \"history big\" to pbm@" in mine
+
+    # the rows: one per player, each small; the whole report once
+    count, longest = pbm.sql("SELECT count(*), max(length(text)) FROM turn_reports")[0]
+    assert count == n and longest < 6000
+    whole = pbm.sql("SELECT report FROM snapshots WHERE phase = 'after'")[0][0]
+    assert f"{last} held {holding[last]} and gave {holding[last]} to {to[last]}." in whole
+    assert pbm.sql("SELECT count(*) FROM state_entries")[0][0] == 0  # the turn wrote the state whole
+    after = pbm.state("big")
+    assert after["orders"] == {} and (after["round"] == 6 or after["status"] == "over")
+
+    # history gives the whole report: every player's line
+    hist = pbm.mail(f"{handles[5]}@example.org", "pbm", f"$${PASSWORD}$$\nhistory big", timeout=120)
+    text = pbm.text(hist)
+    assert f"{handles[-1]} held {holding[handles[-1]]}" in text and f"{handles[1234]} held" in text
+
+
+def test_rmpm_week_of_1000_players(pbm_stopped):
+    from benchmarks.bench_turns import rmpm_state
+
+    pbm = pbm_stopped
+    n = 1000
+    state, handles = rmpm_state(n)
+    store_game(pbm, "rmpm", "rich", state, handles)
+    pbm.start()
+
+    # ten players send their orders again by mail, over one connection
+    senders = handles[:10]
+    ids = send_many(pbm, [(f"{h}@example.org", "rich", f"$${PASSWORD}$$\n" + "\n".join(state["orders"][h]) + "\n")
+                          for h in senders])
+    wait_until(lambda: all(pbm.replies_to(i) for i in ids), 120, "the replies to the order mails")
+    for i in ids:
+        assert "accepted" in pbm.text(pbm.replies_to(i)[0])
+
+    reports = turn_run(pbm, "rich", n, "report of week")
+    longest = max(len(t) for t in reports.values())
+    assert longest < 12_000, f"the largest report has {longest} characters"
+    for number in (1, 500, 1000):
+        text = reports[f"p{number:04d}@example.org"]
+        assert f"YOUR WEEK ({n} players on the board" in text
+        assert re.search(rf"^{number:02d} \S\S player {number} ", text, re.M), text
+        assert f"THE RICHEST 10 OF {n} (YOU ARE NUMBER " in text
+        assert 'mail "history rich" to pbm@' in " ".join(text.split())
+    # what happened to a player is in their own report, not in the others'
+    own = reports["p0001@example.org"].split("WHAT HAPPENED TO YOU:")
+    assert len(own) == 2
+
+    count, stored = pbm.sql("SELECT count(*), max(length(text)) FROM turn_reports")[0]
+    assert count == n and stored < 12_000
+    whole = pbm.sql("SELECT report FROM snapshots WHERE phase = 'after'")[0][0]
+    assert "INVENTORY OF THE PLAYERS" in whole and " player 1000 " in whole
+    assert pbm.sql("SELECT turn FROM games WHERE name = 'rich'")[0][0] == 2
