@@ -273,7 +273,8 @@ def account():
 @pass_env
 def account_add(env: Env, handle, email, gm, password):
     """Register HANDLE at EMAIL, no confirmation needed (with --gm: the GM's account at PBM_GM_ADDRESS)."""
-    from pbm_server.commands.account import HANDLE_RE, MIN_PASSWORD
+    from pbm_server.commands.account import HANDLE_RE
+    from pbm_server.passwords import MIN_PASSWORD
 
     gm_address = env.settings.gm_address.lower()
     if gm:
@@ -391,8 +392,8 @@ def account_show(env: Env, handle):
 @pass_env
 def account_set_password(env: Env, handle, extra):
     """Set HANDLE's password: read from a prompt, or one line of standard input (never an argument)."""
-    from pbm_server.commands.account import _password_problem
     from pbm_server.models import AuthThrottle
+    from pbm_server.passwords import password_problem
     from pbm_server.throttle import account_key
 
     if extra:  # never echoed: it may be the password
@@ -402,7 +403,7 @@ def account_set_password(env: Env, handle, extra):
     with env.db.read() as s:
         _account_or_fail(s, handle)
     password = _new_password()
-    problem = _password_problem(password)
+    problem = password_problem(password)
     if problem:
         fail(f"{problem}; nothing was changed", EX_USAGE)
     hashed = hash_password(password)

@@ -87,3 +87,16 @@ def verify_password(stored: str | None, password: str) -> bool:
     if ok and stored is not None and VERIFIED.size:
         VERIFIED.remember(stored, password)
     return ok
+
+
+#: the shortest password an account may have
+MIN_PASSWORD = 6
+
+
+def password_problem(password: str) -> str | None:
+    """Why ``password`` cannot be an account's password, or None."""
+    if len(password) < MIN_PASSWORD:
+        return f"a password needs at least {MIN_PASSWORD} characters"
+    if "$$" in password:
+        return "a password cannot contain $$"
+    return None

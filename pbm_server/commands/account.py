@@ -12,22 +12,13 @@ from pbm_server.commands.registry import Audience, ServerContext, command
 from pbm_server.compose import MASK
 from pbm_server.lookup import account_by_email, account_by_handle, lookalike_refusal
 from pbm_server.models import Account
-from pbm_server.passwords import hash_password, verify_password
+from pbm_server.passwords import hash_password, password_problem, verify_password
 
 HANDLE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{1,31}$")
-MIN_PASSWORD = 6
 
 
 def _verify(acc: Account, password: str) -> bool:
     return verify_password(acc.password_hash, password)
-
-
-def _password_problem(password: str) -> str | None:
-    if len(password) < MIN_PASSWORD:
-        return f"a password needs at least {MIN_PASSWORD} characters"
-    if "$$" in password:
-        return "a password cannot contain $$"
-    return None
 
 
 @command("register", Audience.ANYONE,
@@ -42,7 +33,7 @@ def cmd_register(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     handle, password = words[1], words[2]
     if not HANDLE_RE.match(handle):
         return Result(line, False, f"{handle!r} cannot be a handle: use 2-32 letters, digits, '.', '_' or '-', starting with a letter", echo)
-    problem = _password_problem(password)
+    problem = password_problem(password)
     if problem:
         return Result(line, False, problem, echo)
     if ctx.settings.gm_address and ctx.sender == ctx.settings.gm_address.lower():
@@ -97,7 +88,7 @@ def cmd_password(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     acc = account_by_handle(ctx.session, words[1])
     if acc is None or acc.email != ctx.sender or not (ctx.verify or _verify)(acc, words[2]):
         return Result(line, False, "the handle, this sender address and the old password do not match; nothing was changed", echo)
-    problem = _password_problem(words[3])
+    problem = password_problem(words[3])
     if problem:
         return Result(line, False, problem, echo)
     acc.password_hash = hash_password(words[3])

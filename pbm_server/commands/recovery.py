@@ -22,7 +22,7 @@ from pbm_server.compose import MASK
 from pbm_server.lookup import account_by_email, account_by_handle
 from pbm_server.models import Account, AuthThrottle
 from pbm_server.outbound import enqueue
-from pbm_server.passwords import hash_password
+from pbm_server.passwords import hash_password, password_problem
 from pbm_server.throttle import account_key
 
 #: forgot: at most this many codes per account within FORGOT_WINDOW
@@ -119,9 +119,8 @@ def cmd_reset(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if acc.email != ctx.sender:
         return Result(line, False, f"reset must come from the address registered for {acc.handle} (where the code "
                                    "was mailed); nothing was changed", echo)
-    from pbm_server.commands.account import _password_problem
 
-    problem = _password_problem(words[3])
+    problem = password_problem(words[3])
     if problem:
         return Result(line, False, f"{problem}; nothing was changed (the code still works)", echo)
     found = confirm.redeem(ctx.session, confirm.RESET, acc.email, acc.handle, words[2], ctx.now)
