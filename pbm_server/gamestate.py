@@ -16,65 +16,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.orm import Session, object_session
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from games.base import Outcome
 from pbm_server.deadlines import DeadlineError, parse_deadline
 from pbm_server.errors import DeskError
 from pbm_server.lookup import account_by_handle, audit
-from pbm_server.models import Game, Membership, Order, StateEntry
-
-
-def _remember(game: Game, state: dict[str, Any]) -> None:
-    game.__dict__["_state_memo"] = (game.version, state)
-
-
-def current_state(game: Game) -> dict[str, Any]:
-    """The state: the stored document with its entries laid over it, in the
-    order the rules had them (an entry added later comes after the others)."""
-    memo = game.__dict__.get("_state_memo")
-    if memo is not None and memo[0] == game.version:
-        return memo[1]  # type: ignore[no-any-return]
-    state: dict[str, Any] = game.base_state
-    session = object_session(game)
-    if session is not None and game.id is not None:
-        rows = session.execute(
-            select(StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq).where(StateEntry.game_id == game.id)
-        ).all()
-        if rows:
-            state = overlay(state, [tuple(r) for r in rows])
-    _remember(game, state)
-    return state
-
-
-def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:
-    """``state`` with entries (field, key, value, seq) laid over it (a new
-    document; ``state`` is not changed).  Entries that kept their place come
-    first, then the ones (re)added, in the order they were added."""
-    out = dict(state)
-    copied: set[str] = set()
-    for field, key, value, seq in sorted(rows, key=lambda r: (r[3] is not None, r[3] or 0)):
-        if field not in copied:
-            out[field] = dict(out.get(field) or {})
-            copied.add(field)
-        mapping = out[field]
-        if seq is not None:
-            mapping.pop(key, None)
-        if value is None:
-            mapping.pop(key, None)
-        else:
-            mapping[key] = value
-    return out
-
-
-def store_whole(game: Game, state: dict[str, Any]) -> None:
-    """Write the whole document; the entries laid over the old one go."""
-    game.base_state = state
-    session = object_session(game)
-    if session is not None and game.id is not None:
-        session.execute(delete(StateEntry).where(StateEntry.game_id == game.id))
-    _remember(game, state)
+from pbm_server.models import Game, Membership, Order, StateEntry, remember_state
 
 
 def save_state(game: Game, state: dict, now: datetime) -> None:
@@ -107,7 +56,7 @@ def save_entries(session: Session, game: Game, old: dict[str, Any], new: dict[st
                 session.add(StateEntry(game_id=game.id, field=field, key=key, value=value, seq=seq))
             else:
                 row.value, row.seq = value, seq
-    _remember(game, new)
+    remember_state(game, new)
 
 
 def set_deadline(game: Game, expr: str | None, now: datetime) -> None:

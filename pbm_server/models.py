@@ -5,6 +5,7 @@ game package; the server only stores it."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -18,9 +19,11 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    delete,
     false,
+    select,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, object_session
 
 
 class UTCDateTime(TypeDecorator):
@@ -110,17 +113,13 @@ class Game(Base):
     @property
     def state(self) -> dict:
         """The game's state: the stored document with the entries written
-        since it was last stored whole (pbm_server/gamestate.py).  Built once
-        per version of the game."""
-        from pbm_server.gamestate import current_state
-
+        since it was last stored whole (see :func:`current_state`).  Built
+        once per version of the game."""
         return current_state(self)
 
     @state.setter
     def state(self, value: dict) -> None:
         """Store the whole state (its entries, if any, are dropped)."""
-        from pbm_server.gamestate import store_whole
-
         store_whole(self, value)
 
 
@@ -403,3 +402,55 @@ class MailHold(Base):
     address: Mapped[str] = mapped_column(String(320), primary_key=True)
     since: Mapped[datetime]
     reason: Mapped[str] = mapped_column(Text)
+
+
+# -- a game's state: the stored document and the entries laid over it ----------
+def remember_state(game: Game, state: dict[str, Any]) -> None:
+    game.__dict__["_state_memo"] = (game.version, state)
+
+
+def current_state(game: Game) -> dict[str, Any]:
+    """The state: the stored document with its entries laid over it, in the
+    order the rules had them (an entry added later comes after the others)."""
+    memo = game.__dict__.get("_state_memo")
+    if memo is not None and memo[0] == game.version:
+        return memo[1]  # type: ignore[no-any-return]
+    state: dict[str, Any] = game.base_state
+    session = object_session(game)
+    if session is not None and game.id is not None:
+        rows = session.execute(
+            select(StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq).where(StateEntry.game_id == game.id)
+        ).all()
+        if rows:
+            state = overlay(state, [tuple(r) for r in rows])
+    remember_state(game, state)
+    return state
+
+
+def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """``state`` with entries (field, key, value, seq) laid over it (a new
+    document; ``state`` is not changed).  Entries that kept their place come
+    first, then the ones (re)added, in the order they were added."""
+    out = dict(state)
+    copied: set[str] = set()
+    for field, key, value, seq in sorted(rows, key=lambda r: (r[3] is not None, r[3] or 0)):
+        if field not in copied:
+            out[field] = dict(out.get(field) or {})
+            copied.add(field)
+        mapping = out[field]
+        if seq is not None:
+            mapping.pop(key, None)
+        if value is None:
+            mapping.pop(key, None)
+        else:
+            mapping[key] = value
+    return out
+
+
+def store_whole(game: Game, state: dict[str, Any]) -> None:
+    """Write the whole document; the entries laid over the old one go."""
+    game.base_state = state
+    session = object_session(game)
+    if session is not None and game.id is not None:
+        session.execute(delete(StateEntry).where(StateEntry.game_id == game.id))
+    remember_state(game, state)

@@ -164,7 +164,7 @@ class PbmServer:
         its entries (state_entries) laid over it."""
         import json
 
-        from pbm_server.gamestate import overlay
+        from pbm_server.models import overlay
 
         raw = self.sql("SELECT state FROM games WHERE name = :n", n=game)[0][0]
         state = raw if isinstance(raw, dict) else json.loads(raw)

@@ -48,7 +48,8 @@ def say(pbm: PbmServer, who: str, body: str, to: str = "ring") -> str:
 
 def press_mails(pbm: PbmServer, to: str) -> list:
     """The relayed press (and GM copies) in ``to``'s mailbox, not the replies."""
-    return [m for m in pbm.inbox(to) if "press" in str(m["Subject"]).lower() and not str(m["Subject"]).startswith("Re:")]
+    return [m for m in pbm.inbox(to)
+            if ": press from " in str(m["Subject"]) or str(m["Subject"]).endswith(": anonymous press")]
 
 
 def raw_text(msg) -> str:
