@@ -165,6 +165,10 @@ def run_turn(
 
     reports = Reports(common_text)
     mailer.send_notices(session, game, rules, outcome.notices, now, footer=footer, each=reports.add)
+    if outcome.record is not None:
+        # the players of a large game got their own parts; observers get the
+        # public whole (Rules.public_reports still decides what of it they see)
+        mailer.send_to_observers(session, game, rules, [outcome.record], now)
     to_all = all(n.to == [ALL_PLAYERS] for n in outcome.notices if n.kind == "report")
     if outcome.record is not None:
         # a large game: the players got their own parts, this is the whole report

@@ -168,7 +168,16 @@ def test_rmpm_week_of_1000_players(pbm_stopped):
     for i in ids:
         assert "accepted" in pbm.text(pbm.replies_to(i)[0])
 
-    reports = turn_run(pbm, "rich", n, "report of week")
+    # an observer of the large game gets the public whole, not a player's part
+    watcher = "watcher@example.org"
+    pbm.secrets.add("watcher-secret-1")
+    pbm.cli("account", "add", "watcher", watcher, "--password", "watcher-secret-1")
+    assert "you now observe rich" in pbm.flat(pbm.mail(watcher, "pbm", "observe rich\n$$watcher-secret-1$$"))
+
+    reports = turn_run(pbm, "rich", n + 1, "report of week")
+    observed = reports.pop(watcher)
+    assert "INVENTORY OF THE PLAYERS" in observed and " player 1000 " in observed
+    assert "YOUR WEEK" not in observed and "WHAT HAPPENED TO YOU:" not in observed
     longest = max(len(t) for t in reports.values())
     assert longest < 12_000, f"the largest report has {longest} characters"
     for number in (1, 500, 1000):
