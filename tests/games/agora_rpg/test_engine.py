@@ -562,7 +562,7 @@ def test_the_week_boundary_reports_to_everyone(table, render):
     assert out.turn_done
     (notice,) = out.notices
     assert notice.to == [ALL_PLAYERS] and notice.kind == "report" and notice.template == "report.txt"
-    assert notice.subject == "Agora: The Role-Playing Game: report for week 1"
+    assert notice.subject == "dungeon: report for week 1"  # the game's name, as every game's report
     assert notice.data["rolls"] == ["2026-11-16 09:00  alice: 1d100 = 5 (encounter on Dungeon Level 1)"]
     text = render("report.txt", notice.data)
     assert "Knows the stairway down from dungeon levels: 1" in text
