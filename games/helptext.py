@@ -19,6 +19,10 @@ WIDTH = 72
 #: no line of a rule book is longer than this, tables included
 MAX_LINE = 78
 
+#: how a game's commands are sent, the same words in every rule book
+HOW_TO_SEND = ("Mail them to the game's address with your password between double dollar signs "
+               "anywhere in the mail ($$password$$).")
+
 
 def para(text: str, indent: str = "", width: int = WIDTH) -> str:
     """One paragraph of prose, wrapped; ``indent`` starts every line."""

@@ -28,7 +28,7 @@ from games.agora_rpg.model import (
     TOWN_SQUARE,
 )
 from games.base import Option
-from games.helptext import commands, document, heading, options, para, table
+from games.helptext import HOW_TO_SEND, commands, document, heading, options, para, table
 
 #: the words for each kind of find in the encounter table
 FIND_WORDS = {
@@ -61,8 +61,7 @@ def rule_book(summary: str, opts: Sequence[Option]) -> str:
     return document(
         para(summary),
         heading("Commands"),
-        para("Mail them to the game's address with your password between double dollar signs "
-             "anywhere in the mail ($$password$$). One mail may carry several actions; they "
+        para(HOW_TO_SEND + " One mail may carry several actions; they "
              "take effect in order, at the moment the server receives the mail."),
         commands([
             ("JOIN", f"become a character (at the {TOWN_SQUARE})"),

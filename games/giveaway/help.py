@@ -10,7 +10,7 @@ from games.base import Option
 from games.giveaway.model import MIN_PLAYERS, ROUND_BONUS, START_HOLDING, WINNING_SCORE
 from games.giveaway.rings import TANGLE_LOOPS, find_rings
 from games.giveaway.view import ring_path
-from games.helptext import commands, document, heading, options, para, table
+from games.helptext import HOW_TO_SEND, commands, document, heading, options, para, table
 
 #: the examples of rules 5 and 6: (what it shows, the gifts as giver, receiver, points)
 RING_EXAMPLES: tuple[tuple[str, tuple[tuple[str, str, int], ...]], ...] = (
@@ -52,8 +52,7 @@ def rule_book(summary: str, opts: Sequence[Option]) -> str:
     return document(
         para(summary),
         heading("Commands"),
-        para("Mail them to the game's address with your password between double dollar signs "
-             "anywhere in the mail ($$password$$)."),
+        para(HOW_TO_SEND),
         commands([
             ("JOIN", "join the game (only until round 1 is played)"),
             ("GIVE <n> TO <handle>", "one line per gift, e.g. GIVE 2 TO alice; the GIVE lines of "

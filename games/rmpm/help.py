@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from games.base import Option
-from games.helptext import bullet, commands, document, heading, options, para, table
+from games.helptext import HOW_TO_SEND, bullet, commands, document, heading, options, para, table
 from games.rmpm import engine
 from games.rmpm.board import DIR_NAMES, DIRS, PARKING, RING, SIZE, fmt
 from games.rmpm.engine import FIELD_PRICE, MN_PER_FIELD, ActionRow
@@ -55,8 +55,7 @@ def rule_book(summary: str, opts: Sequence[Option]) -> str:
     return document(
         para(summary),
         heading("Commands"),
-        para("Mail them to the game's address with your password between double dollar "
-             "signs anywhere in the mail ($$password$$)."),
+        para(HOW_TO_SEND),
         commands([
             ("JOIN <abbr> <f1> <f2> <alias>", "join with a 2-character abbreviation, two different "
              "edge fields and an alias, e.g. JOIN bd 01-05 25-10 blue dragon; your chips appear at "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from games.base import Option
-from games.helptext import commands, document, heading, options, para, table
+from games.helptext import HOW_TO_SEND, commands, document, heading, options, para, table
 from games.sequence.model import (
     FILLER_MULTIPLIER,
     FILLER_VALUE,
@@ -43,8 +43,7 @@ def rule_book(summary: str, opts: Sequence[Option]) -> str:
     return document(
         para(summary),
         heading("Commands"),
-        para("Mail them to the game's address with your password between double dollar signs "
-             "anywhere in the mail ($$password$$)."),
+        para(HOW_TO_SEND),
         commands([
             ("JOIN", "join; your pieces come from your e-mail address"),
             ("Piece <n>: [+|-]<value>, <multiplier>", "play piece n, e.g. Piece 3: 12, 3 or "
