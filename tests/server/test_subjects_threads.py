@@ -213,5 +213,5 @@ def test_gm_set_is_announced_to_the_character_s_player(pbm):
     WEEKS["agora_rpg"](pbm)
     (told,) = [m for m in from_game(pbm, "town") if "changed your tokens" in str(m["Subject"])]
     assert told["To"] == addr("bob") and told["Subject"] == "town: the game master changed your tokens"
-    assert "bob now has 9 tokens" in pbm.flat(told) or "9" in pbm.flat(told)
+    assert "The Game Master has set the tokens of your character: bob's tokens is now 9." in pbm.flat(told), pbm.flat(told)
     assert not [m for m in pbm.inbox(addr("ann")) if "changed your" in str(m["Subject"])]
