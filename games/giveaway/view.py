@@ -54,6 +54,22 @@ def ring_path(names: list[str]) -> str:
     return " > ".join(names + names[:1])
 
 
+def what_became(result: RoundResult, i: int, handles: list[str], own: bool) -> str:
+    """What became of player ``i``'s holding this round, for the round report
+    ("is away ... keeps it") or for the player's own part ("were away ...
+    keep them", after "You held N and")."""
+    p = result.players[i]
+    if p.ordered:
+        return "gave " + ", ".join(f"{n} to {handles[j]}" for j, n in result.gifts[i].items())
+    if p.kept:
+        return ("were away (ABSENT) and keep them" if own else "is away (ABSENT) and keeps it") + " for the next round"
+    it = "them" if own else "it"
+    if p.forfeited == p.holding:
+        return f"sent no order and forfeited all of {it}"
+    they = "they were" if own else "it was"
+    return f"sent no order: {they} split evenly among the others, {p.forfeited} forfeited"
+
+
 def report_data(result: RoundResult, game_name: str, tangle_loops: int = TANGLE_LOOPS) -> dict[str, Any]:
     """The data of templates/giveaway/report.txt and report.html for one round.
 
@@ -67,14 +83,7 @@ def report_data(result: RoundResult, game_name: str, tangle_loops: int = TANGLE_
     incoming = result.received()
     handles = [p.handle for p in result.players]
     for i, p in enumerate(result.players):
-        if p.ordered:
-            gave = "gave " + ", ".join([f"{n} to {handles[j]}" for j, n in result.gifts[i].items()])
-        elif p.kept:
-            gave = "is away (ABSENT) and keeps it for the next round"
-        elif p.forfeited == p.holding:
-            gave = "sent no order and forfeited all of it"
-        else:
-            gave = f"sent no order: it was split evenly among the others, {p.forfeited} forfeited"
+        gave = what_became(result, i, handles, own=False)
         received = ", ".join([f"{n} from {giver}" for giver, n in incoming[i]])
         if p.share:
             received = f"{received}; {p.share} from split holdings" if received else f"{p.share} from split holdings"
@@ -220,14 +229,7 @@ def own_reports(result: RoundResult, data: dict[str, Any]) -> list[tuple[str, di
                 lines.append("...")
             cells = [r[0].rjust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]
             lines.append("  ".join(cells).rstrip())
-        if p.ordered:
-            gave = "gave " + ", ".join(f"{m} to {handles[j]}" for j, m in result.gifts[i].items())
-        elif p.kept:
-            gave = "were away (ABSENT) and keep them for the next round"
-        elif p.forfeited == p.holding:
-            gave = "sent no order and forfeited all of them"
-        else:
-            gave = f"sent no order: they were split evenly among the others, {p.forfeited} forfeited"
+        gave = what_became(result, i, handles, own=True)
         got = incoming[i]
         received = ", ".join(f"{m} from {giver}" for giver, m in got[:OWN_RINGS_SHOWN * 4])
         if len(got) > OWN_RINGS_SHOWN * 4:
