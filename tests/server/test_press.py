@@ -179,6 +179,11 @@ def test_gm_copy_and_listing(pbm):
     [got] = [m for m in press_mails(pbm, addr("bob")) if "game master" in str(m["Subject"])]
     assert "Press in ring from the game master, to you:" in pbm.flat(got) and "Please send your orders." in pbm.text(got)
     assert len(press_mails(pbm, GM)) == 1  # no copy of the GM's own press
+    # --last N: the newest N messages only
+    everything = pbm.cli("game", "press", "ring").stdout
+    assert "from alice to carol" in everything and "Please send your orders." in everything, everything
+    newest = pbm.cli("game", "press", "ring", "--last", "1").stdout
+    assert "Please send your orders." in newest and "from alice to carol" not in newest, newest
 
 
 def test_broadcast_only_and_press_off(pbm):
