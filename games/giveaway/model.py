@@ -4,6 +4,14 @@ A :class:`Game` holds the players (in join order), the orders held for the
 current round and a short summary of the last round.  ``Game.from_state``
 copies everything out of the stored dict, ``Game.to_state`` builds a new one,
 so the state the server passed in is never changed.
+
+The stored players are the list ``players`` followed by the mapping
+``joins`` (player key -> handle, in join order): a JOIN before round 1 adds
+one entry to ``joins`` and leaves the list alone, so the server writes that
+one entry (``Outcome.changed_entries``) however many have joined.  Whenever
+the state is written whole (a round, a LEAVE) the joiners go to the end of
+the list and ``joins`` goes away; a state without it (every state stored
+before joins were entries) reads as before.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ WINNING_SCORE = 100  # rule 1
 MIN_PLAYERS = 3
 
 NO_ORDER_CHOICES = ("forfeit", "split")
+
+#: the stored mapping of the players who joined since the list was last written
+JOINS = "joins"
 
 # Game status
 JOINING = "joining"  # round 1 not resolved yet: players may join
@@ -144,7 +155,7 @@ class Game:
                         left_round=p.get("left_round"),
                     )
                     for p in state["players"]
-                ],
+                ] + [Player(handle=str(h)) for h in (state.get(JOINS) or {}).values()],
                 orders={
                     key(k) if check else k: [Gift(int(g[0]), str(g[1])) for g in gifts]
                     for k, gifts in state.get("orders", {}).items()
@@ -230,11 +241,12 @@ class Game:
 
 
 class Roster:
-    """A stored state looked at for one order, without decoding it whole:
-    players are found through an index of their keys (built once per
-    players list and kept in the server's memo, ``Context.memo``), so an
-    order mail costs the same in a game of 10 or 10,000 players.  Offers
-    what an order needs of :class:`Game`; nothing here changes the state."""
+    """A stored state looked at for one order or join, without decoding it
+    whole: players of the list are found through an index of their keys
+    (built once per players list and kept in the server's memo,
+    ``Context.memo``), joiners in the ``joins`` mapping directly, so an order
+    or a join costs the same in a game of 10 or 10,000 players.  Offers what
+    an order needs of :class:`Game`; nothing here changes the state."""
 
     MEMO = "giveaway.index"
 
@@ -247,19 +259,27 @@ class Roster:
         self._rows: list[dict[str, Any]] = state["players"]
         found = memo.get(self.MEMO)
         if found is None or found[0] is not self._rows:
-            found = (self._rows, {key(str(p["handle"])): i for i, p in enumerate(self._rows)})
+            found = (self._rows, {key(str(p["handle"])): i for i, p in enumerate(self._rows)},
+                     sum(1 for p in self._rows if p.get("active", True)))
             memo[self.MEMO] = found
         self._index: dict[str, int] = found[1]
+        self._active_rows: int = found[2]
+        self.joins: dict[str, str] = state.get(JOINS) or {}
         self.orders_held: dict[str, Any] = state.get("orders", {})
 
     @property
     def over(self) -> bool:
         return bool(self.status == OVER)
 
+    @property
+    def started(self) -> bool:
+        return bool(self.status != JOINING)
+
     def find(self, handle: str) -> Player | None:
         i = self._index.get(key(handle))
         if i is None:
-            return None
+            joined = self.joins.get(key(handle))
+            return None if joined is None else Player(handle=str(joined))
         p = self._rows[i]
         return Player(handle=str(p["handle"]), holding=int(p.get("holding", START_HOLDING)),
                       active=bool(p.get("active", True)), score=p.get("score"), left_round=p.get("left_round"))
@@ -272,16 +292,20 @@ class Roster:
 
     def active_handles(self, limit: int) -> list[str]:
         """The first ``limit`` active players' handles (for a refusal's list)."""
-        out = []
+        out: list[str] = []
         for p in self._rows:
+            if len(out) >= limit:
+                break
             if p.get("active", True):
                 out.append(str(p["handle"]))
-                if len(out) >= limit:
-                    break
+        for h in self.joins.values():
+            if len(out) >= limit:
+                break
+            out.append(str(h))
         return out
 
     def active_count(self) -> int:
-        return sum(1 for p in self._rows if p.get("active", True))
+        return self._active_rows + len(self.joins)
 
     def order_of(self, handle: str) -> list[Gift] | None:
         gifts = self.orders_held.get(key(handle))
@@ -296,6 +320,11 @@ class Roster:
         orders = dict(self.orders_held)
         orders[giver] = [[g.amount, g.to] for g in gifts]
         return {**self.state, "orders": orders}
+
+    def with_join(self, handle: str) -> dict[str, Any]:
+        """The state with ``handle`` joined (after everybody else): a new
+        document sharing everything but the joins mapping."""
+        return {**self.state, JOINS: {**self.joins, key(handle): handle}}
 
 
 def _copy(value: Any) -> Any:

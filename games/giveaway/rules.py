@@ -10,7 +10,7 @@ Mail syntax (to NAME@domain, with $$password$$):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from games.base import (
@@ -35,6 +35,7 @@ from games.giveaway import parse
 from games.giveaway.help import rule_book
 from games.giveaway.model import (
     JOINING,
+    JOINS,
     MIN_PLAYERS,
     NO_ORDER_CHOICES,
     OVER,
@@ -75,6 +76,9 @@ class Look(Protocol):
     @property
     def over(self) -> bool: ...
 
+    @property
+    def started(self) -> bool: ...
+
     def find(self, handle: str) -> Player | None: ...
 
     def player(self, handle: str) -> Player: ...
@@ -86,12 +90,15 @@ class Look(Protocol):
 
 @dataclass
 class GiveawayMail(Mail):
-    """``state``: the state given; ``decoded``: the Game, once a command
-    needed all of it (JOIN, LEAVE).  A mail of GIVE lines alone never
-    decodes it: its order is looked up and written as one entry."""
+    """``state``: the state given, with this mail's joins (``joined``: their
+    keys) once they are taken; ``decoded``: the Game, once a command needed
+    all of it (LEAVE, a JOIN after one).  A mail of JOIN and GIVE lines
+    never decodes it: each join and the order are one entry of the state."""
 
     state: State
     decoded: Game | None = None
+    joined: list[str] = field(default_factory=list)
+    changed: bool = False  # the decoded game was changed (set with ``game = ...``)
 
     @property
     def game(self) -> Game:
@@ -102,6 +109,7 @@ class GiveawayMail(Mail):
     @game.setter
     def game(self, value: Game) -> None:
         self.decoded = value
+        self.changed = True
 
 
 class GiveawayRules(Rules[GiveawayMail]):
@@ -157,15 +165,16 @@ class GiveawayRules(Rules[GiveawayMail]):
 
     def close_mail(self, mail: GiveawayMail) -> None:
         gives = [i for i, cmd in enumerate(mail.commands) if cmd.name == "give"]
-        if mail.decoded is None:
-            # nothing needed the whole game: the order (if any) is one entry
+        if not mail.changed:
+            # nothing changed the whole game: each join and the order (if any) are one entry
             look = Roster(mail.state, mail.ctx.memo)
-            mail.outcome.state, mail.outcome.changed_entries = mail.state, {"orders": []}
+            changed = {JOINS: mail.joined} if mail.joined else {}
+            mail.outcome.state, mail.outcome.changed_entries = mail.state, {**changed, "orders": []}
             if gives:
                 taken = self._give(mail, gives, look)
                 if taken is not None:
                     mail.outcome.state = look.with_order(*taken)
-                    mail.outcome.changed_entries = {"orders": [taken[0]]}
+                    mail.outcome.changed_entries = {**changed, "orders": [taken[0]]}
             return
         if gives:
             taken = self._give(mail, gives, mail.game)
@@ -175,7 +184,8 @@ class GiveawayRules(Rules[GiveawayMail]):
 
     # -- the commands ---------------------------------------------------------
     def handle_join(self, mail: GiveawayMail, cmd: Command) -> str:
-        game, handle = mail.game, mail.sender()
+        handle = mail.sender()
+        game: Look = mail.game if mail.decoded is not None else Roster(mail.state, mail.ctx.memo)
         if game.over:
             raise Refused("the game is over: nobody can join any more")
         p = game.find(handle)
@@ -186,9 +196,16 @@ class GiveawayRules(Rules[GiveawayMail]):
                 f"round 1 has been played: players can join only before round 1 is resolved "
                 f"(this game is in round {game.round})"
             )
-        mail.game = game = replace(game, players=[*game.players, Player(handle=handle)])
+        if isinstance(game, Roster) and p is None:
+            # one entry of the joins mapping; the players list is not touched
+            mail.state = game.with_join(handle)
+            mail.joined.append(key(handle))
+            n = game.active_count() + 1
+        else:
+            # the game is decoded already, or an imported state lists the sender as gone
+            mail.game = decoded = replace(mail.game, players=[*mail.game.players, Player(handle=handle)])
+            n = len(decoded.active)
         mail.outcome.joined.append(handle)
-        n = len(game.active)
         return (
             f"you are in the game with {pts(START_HOLDING)} for round 1 "
             f"({n} player{'s' if n != 1 else ''} so far; a round needs at least {MIN_PLAYERS})"

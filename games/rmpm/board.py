@@ -130,6 +130,9 @@ class Board:
         fences = {(r, 13, "r") for r in range(1, SIZE + 1)}
         return cls(numbers, fences)
 
+    def copy(self) -> Board:
+        return Board([list(row) for row in self.numbers], set(self.fences))
+
     # -- state ------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
         return {

@@ -12,7 +12,7 @@ from dataclasses import field as dfield
 
 from games.base import Command, Line
 from games.rmpm.board import DIR_NAMES, DIRS, PARKING, Field, direction, field_of, fmt, on_board_, step
-from games.rmpm.model import START_AN, Game, Player, wrap
+from games.rmpm.model import START_AN, Game, Player, Position, wrap
 from games.rmpm.parse import parse_line
 
 #: what buying a field costs (VI/03), paid to the Bank
@@ -34,7 +34,7 @@ def blocks_of(cmds: list[Command]) -> list[list[tuple[int, Command]]]:
     return blocks
 
 
-def validate_orders(game: Game, p: Player, cmds: list[Command]) -> dict[int, str]:
+def validate_orders(game: Position, p: Player, cmds: list[Command]) -> dict[int, str]:
     """Errors of an order set that can never run (index -> reason).  Things
     that depend on the board as others leave it (fences, occupancy,
     ownership) are not errors: the pre-analysis warns about them.  A line
@@ -130,7 +130,7 @@ class SlotResult:
         return "+".join(str(m) for m in self.mns)
 
 
-def run_slot(game: Game, p: Player, cmds: list[Command]) -> SlotResult:
+def run_slot(game: Position, p: Player, cmds: list[Command]) -> SlotResult:
     """Carry out one player's held orders on the board as it stands."""
     res = SlotResult(player=p, old=list(p.fields))
     blocks = blocks_of(cmds)
@@ -148,7 +148,7 @@ def run_slot(game: Game, p: Player, cmds: list[Command]) -> SlotResult:
     return res
 
 
-def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: SlotResult) -> None:
+def _run_block(game: Position, p: Player, block: list[tuple[int, Command]], res: SlotResult) -> None:
     board = game.board
     for i, c in block:
         if c.name == "fence":
@@ -260,7 +260,8 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
     # encounters, chip 1 first, with the AN after this move
     fought: list[Field] = []
     for f, victim in encounters:
-        v = game.players[victim]
+        v = game.find(victim)
+        assert v is not None  # a chip on the board is a player's
         text = action(game, p, v, p.an)
         res.events.append(f"encounter on {fmt(f)} with {v.abbr} ({v.alias}), AN {p.an}: {text}")
         fought.append(f)
@@ -279,7 +280,7 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
         if want not in fought:
             failed = f"not executed: your move made no encounter on {fmt(want)}"
         elif want in game.owners:
-            owner = game.players.get(game.owners[want])
+            owner = game.find(game.owners[want])
             failed = f"not executed: {fmt(want)} is already owned" + (f" by {owner.abbr}" if owner else "")
         elif p.capital < FIELD_PRICE:
             failed = f"not executed: a field costs {FIELD_PRICE} WCU and you have {p.capital}"
@@ -296,7 +297,7 @@ def _run_block(game: Game, p: Player, block: list[tuple[int, Command]], res: Slo
             res.events.append(f"bought {fmt(want)} for {FIELD_PRICE} WCU")
 
 
-def _encounter(game: Game, p: Player, f: Field) -> str | None:
+def _encounter(game: Position, p: Player, f: Field) -> str | None:
     if f == PARKING:
         return None
     others = game.others_on(f, p.handle)
@@ -305,7 +306,7 @@ def _encounter(game: Game, p: Player, f: Field) -> str | None:
 
 # -- the action table (rulings: capital never below 0, the Bank may go negative) --
 
-def _pay(game: Game, payer: Player | None, payee: Player | None, amount: int) -> int:
+def _pay(game: Position, payer: Player | None, payee: Player | None, amount: int) -> int:
     """Move up to ``amount`` from payer to payee (None = the Bank); returns
     what was paid.  A player never pays more than it has; the Bank always can."""
     if payer is not None:
@@ -357,7 +358,7 @@ def action_row(an: int) -> ActionRow:
     return ACTION_TABLE[-1]
 
 
-def action(game: Game, a: Player, v: Player, an: int) -> str:
+def action(game: Position, a: Player, v: Player, an: int) -> str:
     """Carry out the action of the aggressor's AN; returns what happened."""
     row = action_row(an)
     amount = row.amount
@@ -366,13 +367,8 @@ def action(game: Game, a: Player, v: Player, an: int) -> str:
         paid = _pay(game, v, a, amount)
         return f"{v.abbr} pays {paid} WCU to {a.abbr}"
     if code == "victim_shares":
-        others = [p for p in game.active() if p is not v]
-        pot = v.capital * amount // 100
-        share = pot // len(others) if others else 0
-        for o in others:
-            o.capital += share
-        v.capital -= share * len(others)
-        return f"{v.abbr} gives {share} WCU to each of the {len(others)} other players"
+        share, n = game.share_out(v, amount)
+        return f"{v.abbr} gives {share} WCU to each of the {n} other players"
     if code == "pool":
         rich, poor = (a, v) if a.capital >= v.capital else (v, a)
         # each puts in amount %, the pool is split equally: the richer pays
@@ -403,17 +399,7 @@ def action(game: Game, a: Player, v: Player, an: int) -> str:
         p2 = _pay(game, v, None, amount)
         return f"{v.abbr} pays {p1} WCU to {a.abbr} and {p2} WCU to the Bank"
     if code == "collect":
-        total = 0
-        n = 0
-        for o in game.active():
-            if o is a:
-                continue
-            c = o.capital
-            x = min(amount, c)
-            o.capital = c - x
-            total += x
-            n += 1
-        a.capital += total
+        n, total = game.collect(a, amount)
         return f"each of the {n} other players pays up to {amount} WCU to {a.abbr}: {total} WCU in all"
     if code == "swap":
         a.capital, v.capital = v.capital, a.capital
@@ -423,7 +409,7 @@ def action(game: Game, a: Player, v: Player, an: int) -> str:
 
 # -- joining, leaving, the update ---------------------------------------------------
 
-def placement_refusal(game: Game, p: Player, fields: list[Field]) -> str | None:
+def placement_refusal(game: Position, p: Player, fields: list[Field]) -> str | None:
     for f in fields:
         if f != PARKING and len(game.others_on(f, p.handle)) >= 2:
             return f"start field {fmt(f)} already holds chips of two players"

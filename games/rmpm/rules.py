@@ -29,7 +29,7 @@ from games.rmpm import parse
 from games.rmpm.board import Board, field_of, fmt, parse_board_file
 from games.rmpm.engine import parse_held, placement_refusal, run_slot, validate_orders, weekly_update
 from games.rmpm.help import rule_book
-from games.rmpm.model import START_CAPITAL, Game, Player
+from games.rmpm.model import START_CAPITAL, Game, Player, Position, Sketch
 from games.rmpm.parse import ORDER_NAMES
 from games.rmpm.state import dump, load, new_state, validated
 from games.rmpm.view import FULL_REPORT_PLAYERS, own_reports, report_data, update_data
@@ -52,9 +52,21 @@ GM_ONLY = "GM commands are only accepted from the game master's address with the
 
 @dataclass
 class RmpmMail(Mail):
-    game: Game
+    """``state``: the state given; ``decoded``: the Game, once a command
+    needed all of it (JOIN, the GM's commands, a pending player's LEAVE).  A
+    mail of orders alone never decodes it: the orders are checked and tried
+    on a :class:`Sketch` and written as one entry of the state's orders."""
+
+    state: State
     first_join: Command | None  # the mail's first JOIN line; any other is refused
-    changed: bool = False  # the state is saved only when a command changed it
+    decoded: Game | None = None
+    changed: bool = False  # the decoded game is saved only when a command changed it
+
+    @property
+    def game(self) -> Game:
+        if self.decoded is None:
+            self.decoded = load(self.state, self.ctx.turn)
+        return self.decoded
 
     @property
     def handle(self) -> str:
@@ -108,7 +120,7 @@ class RmpmRules(Rules[RmpmMail]):
 
     def open_mail(self, state: State, commands: list[Command], ctx: Context) -> RmpmMail:
         first_join = next((c for c in commands if c.name == "join"), None)
-        return RmpmMail(ctx, commands, Outcome(state=state), game=load(state, ctx.turn), first_join=first_join)
+        return RmpmMail(ctx, commands, Outcome(state=state), state=state, first_join=first_join)
 
     def priority(self, cmd: Command) -> int:
         """GM commands first: the GM address need not be a player's account."""
@@ -125,15 +137,49 @@ class RmpmRules(Rules[RmpmMail]):
         return None
 
     def close_mail(self, mail: RmpmMail) -> None:
-        """A mail's order lines (and unreadable lines among them) are one order set."""
-        actor = mail.ctx.actor
+        """A mail's order lines (and unreadable lines among them) are one order set.
+
+        Orders of a player on the board, in a mail that needed nothing else
+        of the game, change one entry of the state's orders: the state is
+        not decoded and the server writes just that entry
+        (``Outcome.changed_entries``), whatever the number of players."""
+        actor, state, out = mail.ctx.actor, mail.state, mail.outcome
+        out.state, out.changed_entries = state, {}
         if actor is not None and actor.handle is not None and actor.authenticated:
+            handle = actor.handle
             idx = [i for i, c in enumerate(mail.commands) if c.name in ORDER_NAMES or c.name == "error"]
-            orders_given = any(mail.commands[i].name in ORDER_NAMES for i in idx)
-            if orders_given and self._orders(mail.game, actor.handle, mail.commands, idx, mail.results, mail.outcome):
-                mail.changed = True
+            if any(mail.commands[i].name in ORDER_NAMES for i in idx):
+                if mail.decoded is None and self._sketchable(state, handle, mail.ctx):
+                    change = self._orders(Sketch(state, mail.ctx.memo), handle, mail.commands, idx, mail.results, out)
+                    if change is not None and (change[0] == "hold" or handle in state["orders"]):
+                        orders = dict(state["orders"])
+                        if change[0] == "hold":
+                            orders[handle] = change[1]
+                        else:
+                            del orders[handle]
+                        out.state, out.changed_entries = {**state, "orders": orders}, {"orders": [handle]}
+                    return
+                change = self._orders(mail.game, handle, mail.commands, idx, mail.results, out)
+                if change is not None:
+                    what, held = change
+                    if what == "withdraw":
+                        mail.game.remove_player(handle)
+                    elif what == "cancel":
+                        mail.game.orders.pop(handle, None)
+                    else:
+                        mail.game.orders[handle] = held
+                    mail.changed = True
         if mail.changed:
-            mail.outcome.state = dump(mail.game)
+            out.state, out.changed_entries = dump(mail.game), None
+
+    @staticmethod
+    def _sketchable(state: State, handle: str, ctx: Context) -> bool:
+        """Whether this sender's orders can be taken on a Sketch: they are on
+        the board (or not in the game at all), and the state's week is the
+        server's (after an import they may differ until the state is
+        written whole; see ``load``)."""
+        row = state["players"].get(handle)
+        return (row is None or row.get("chips") is not None) and (ctx.turn <= 0 or state["week"] == ctx.turn)
 
     def _order(self, mail: RmpmMail, cmd: Command) -> None:
         """An order line: ``close_mail`` takes the mail's orders together."""
@@ -249,9 +295,13 @@ class RmpmRules(Rules[RmpmMail]):
         return f"{verb} as {abbr} ({alias}), player #{me.number:02d}"
 
     # -- orders -------------------------------------------------------------
-    def _orders(self, game: Game, handle: str, commands: list[Command], idx: list[int],
-                results: list[Result | None], out: Outcome) -> bool:
-        me = game.players.get(handle)
+    def _orders(self, game: Position, handle: str, commands: list[Command], idx: list[int],
+                results: list[Result | None], out: Outcome) -> tuple[str, list[str]] | None:
+        """The order set of one mail: the results of its lines, the
+        pre-analysis, and what becomes of the orders held for ``handle``:
+        ("hold", lines), ("cancel", []), ("withdraw", []) for a pending join
+        withdrawn, or None (nothing changes).  ``game`` is not changed."""
+        me = game.find(handle)
 
         def refuse(i: int, msg: str) -> None:
             results[i] = Result(commands[i].line, False, msg, commands[i].text)
@@ -259,25 +309,24 @@ class RmpmRules(Rules[RmpmMail]):
         if me is None:
             for i in idx:
                 refuse(i, commands[i].error or f"you are not in this game; join first with {JOIN_HINT}")
-            return False
+            return None
         if not me.placed:
             if [commands[i].name for i in idx] == ["leave"]:
-                game.remove_player(handle)
                 out.left.append(handle)
                 results[idx[0]] = Result(commands[idx[0]].line, True,
                                          "accepted: your join is withdrawn; you are no longer in this game",
                                          commands[idx[0]].text)
-                return True
+                return "withdraw", []
             for i in idx:
                 refuse(i, commands[i].error or (
                     f"your chips are placed at the update of week {game.week}; "
                     "send orders after that report"))
-            return False
+            return None
         cmds = [commands[i] for i in idx]
         errors = {j: c.error for j, c in enumerate(cmds) if c.error is not None}
         for j, msg in validate_orders(game, me, cmds).items():
             errors.setdefault(j, msg)
-        previous = game.orders.get(handle)
+        previous = game.held(handle)
         if errors:
             where = ", ".join(cmds[j].line.where for j in sorted(errors))
             for j in range(len(cmds)):
@@ -295,32 +344,31 @@ class RmpmRules(Rules[RmpmMail]):
             out.orders[handle] = list(previous or [])
             if previous:
                 out.sections.append(self._preanalysis(game, me, previous, None, None))
-            return False
+            return None
         names = [c.name for c in cmds]
         if names == ["cancel"]:
-            game.orders.pop(handle, None)
             results[idx[0]] = Result(cmds[0].line, True, "accepted: your orders for this week are withdrawn",
                                      cmds[0].text)
             out.orders[handle] = []
-            return True
+            return "cancel", []
         held = [c.text for c in cmds]
-        game.orders[handle] = held
         out.orders[handle] = list(held)
         if names == ["leave"]:
             results[idx[0]] = Result(cmds[0].line, True, (
                 f"accepted: you leave the game at the update of week {game.week}: your chips are removed, "
                 "your fields become unowned and your money leaves the game (send CANCEL or new orders "
                 "to stay)"), cmds[0].text)
-            return True
+            return "hold", held
         out.sections.append(self._preanalysis(game, me, held, cmds, (results, idx)))
-        return True
+        return "hold", held
 
-    def _preanalysis(self, game: Game, me: Player, held: list[str], cmds: list[Command] | None,
+    def _preanalysis(self, game: Position, me: Player, held: list[str], cmds: list[Command] | None,
                      fill: tuple[list[Result | None], list[int]] | None) -> Section:
         """Run the held orders on a copy of the current board; fills the
         per-line results (when ``fill``) and returns the reply section."""
-        sim = Game(game.to_state())
-        p = sim.players[me.handle]
+        sim = game.sketch()
+        p = sim.find(me.handle)
+        assert p is not None  # the sender is a player on the board
         parsed = parse_held(held)
         res = run_slot(sim, p, parsed)
         lines = []
@@ -337,18 +385,18 @@ class RmpmRules(Rules[RmpmMail]):
                 results[idx[j]] = Result(cmds[j].line, True, "accepted; now: " + text, cmds[j].text)
         for e in res.events:
             lines.append(_wrap(f"  {e}", indent="      "))
-        before = [q for q in game.play_order() if (-q.pn, q.number) < (-me.pn, me.number)]
-        names = ", ".join(f"{q.abbr} (PN {q.pn})" for q in before[:10])
-        if len(before) > 10:
-            names += f" and {len(before) - 10} more"
+        ahead, first = game.ahead_of(me, 10)
+        names = ", ".join(f"{q.abbr} (PN {q.pn})" for q in first)
+        if ahead > 10:
+            names += f" and {ahead - 10} more"
         moved = res.mn_text
         body = [f"How your orders would run on the board as it stands now (week {game.week}):"]
         body += lines
         body.append(_wrap(f"Your chips would end on {fmt(p.fields[0])} and {fmt(p.fields[1])}: "
                           f"MN {moved}, AN {p.an}, PN {p.pn}, capital {p.capital} WCU."))
-        if before:
+        if ahead:
             body.append(_wrap(f"Reminder: players with a higher PN move first this week, and they may "
-                              f"change fences, numbers and who stands where. Before you ({len(before)}): "
+                              f"change fences, numbers and who stands where. Before you ({ahead}): "
                               f"{names}."))
         else:
             body.append(_wrap(f"Reminder: players with a higher PN move first this week; with PN {me.pn} "

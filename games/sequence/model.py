@@ -1,25 +1,29 @@
 """The Fourth Game's domain model: pieces, plays, players and the game.
 
 The state is a JSON document (see ``docs/games/sequence.md``).  It is designed
-so that one play costs the same whether it is the 1st or the 2,500th:
+so that one play costs the same whether it is the 1st or the 2,500th, and
+whether the game has 10 players or 250:
 
-* the game keeps running aggregates (the total, who played last, the last
-  scoring play, the players who used all ten pieces, each player's score), so
-  applying a play never scans the list of earlier plays;
 * each play is stored as one short string (``Play.encode``), e.g.
-  ``"alice 3 +12 3 42 15"``, so the history stays small and cheap to load and
-  store as JSON after every mail.
+  ``"alice 3 +12 3 42 15"``, under its number in the mapping ``plays``; the
+  running total and who played last are those of the latest play, each
+  player's score and used pieces are kept with the player, so applying a
+  play never scans earlier plays or other players;
+* a mail changes nothing but entries of the two mappings ``players`` and
+  ``plays`` (``Game.changes``), so the server writes those entries alone
+  (``Outcome.changed_entries``), not the document.
 
-``Game.from_state`` / ``Game.to_state`` are the only places that know the JSON layout.
-``Game.dump`` never mutates the state it was loaded from.
+``Game.from_state`` / ``Game.to_state`` are the only places that know the JSON
+layout; ``from_state`` also reads the first shape (version 1, plays a list).
+``Game.to_state`` never mutates the state it was loaded from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
 #: Every player has ten pieces, numbered 1 to 10.
 PIECES_PER_PLAYER = 10
@@ -37,7 +41,11 @@ FILLER_VALUE, FILLER_MULTIPLIER = 6, 0
 MAIL_CHOICES = ("each", "digest", "none")
 #: The head of a table of plays (see Play.line).
 PLAYS_HEADER = "  Play Player       Piece Value Mult  Total  Result"
-STATE_VERSION = 1
+#: 2: ``plays`` is a mapping (play number -> play), and the running figures
+#: follow from it; 1 (read, written whole in shape 2 at its first change):
+#: ``plays`` a list, the running figures stored (LEGACY_FIELDS)
+STATE_VERSION = 2
+LEGACY_FIELDS = ("total", "last", "last_scoring", "finishers")
 
 
 # --------------------------------------------------------------------------
@@ -168,6 +176,10 @@ class Play:
         )
 
 
+def standings_line(place: int, handle: str, score: int) -> str:
+    return f"{place:5d}. {handle:<20} {score:6d}"
+
+
 def play_note(total: int, multiplier: int, points: int, repeated: bool) -> str:
     """Why a play scored what it scored, in a few words."""
     hits = total % SEVEN == 0 or total % TWENTY_FOUR == 0
@@ -248,25 +260,97 @@ class Player:
 # --------------------------------------------------------------------------
 
 
+#: Context.memo key of the index of the players who chose MAIL EACH:
+#: (the players mapping it was made from, [(joined, handle)] in join order)
+EACH = "sequence.each"
+
+
+def each_index(players: dict[str, Any], memo: dict[str, Any]) -> list[tuple[int, str]]:
+    """[(joined, handle)] of the players in ``players`` who chose MAIL EACH,
+    from ``memo`` if it holds the index of this very mapping, else made and
+    kept there."""
+    found = memo.get(EACH)
+    if found is not None and found[0] is players:
+        return found[1]  # type: ignore[no-any-return]
+    index = sorted((data["joined"], handle) for handle, data in players.items() if data["mail"] == "each")
+    memo[EACH] = (players, index)
+    return index
+
+
+def ranked(scores: Iterable[tuple[str, int, int, int]]) -> list[dict[str, Any]]:
+    """(handle, score, reached, joined) rows as standings, best first."""
+    rows = sorted(scores, key=lambda r: (-r[1], r[2], r[3]))
+    return [
+        {"place": i, "handle": h, "score": s, "line": standings_line(i, h, s)}
+        for i, (h, s, _, _) in enumerate(rows, start=1)
+    ]
+
+
+class Standings(Sequence[dict[str, Any]]):
+    """The standings at one moment, worked out when first read: the stored
+    players (a mapping never changed in place) with the current (score,
+    reached, joined) of those a mail touched."""
+
+    def __init__(self, stored: dict[str, Any], current: dict[str, tuple[int, int, int]]) -> None:
+        self._stored, self._current = stored, current
+        self._rows: list[dict[str, Any]] | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            scores = [(h, *(self._current.get(h) or (d["score"], d["reached"], d["joined"])))
+                      for h, d in self._stored.items()]
+            scores += [(h, *v) for h, v in self._current.items() if h not in self._stored]
+            self._rows = ranked(scores)
+        return self._rows
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self.rows()[i]
+
+    def __len__(self) -> int:
+        return len(self.rows())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Standings):
+            return self.rows() == other.rows()
+        if isinstance(other, list):
+            return self.rows() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Standings({self.rows()!r})"
+
+
 @dataclass
 class Game:
     """The game as the rules see it.
 
     Players are loaded from the JSON state only when touched (a mail touches
-    one or two of up to 250), and ``dump`` writes back only those.
+    one or two of up to 250), and ``to_state`` writes back only those that
+    changed.  The plays are looked up by their number, never by the order of
+    the mapping that holds them.  The running figures (the total, who played
+    last, the last play that scored, who finished) follow from the plays and
+    the players: the total and the last player are those of the latest play,
+    so a play costs the same whatever came before it.
     """
 
     raw: dict[str, Any]
     options: dict[str, Any]
-    total: int
-    plays: list[str]  # encoded plays, oldest first (see Play.encode)
-    last: str | None  # handle of the most recent play
-    last_scoring: int  # number of the most recent play that scored, 0: none yet
-    finishers: list[list[Any]]  # [handle, points of the tenth play], in the order they finished
+    plays: dict[str, str]  # play number (decimal text) -> encoded play (see Play.encode)
     finished: bool
     bonuses: list[dict[str, Any]]
+    #: loaded from a version-1 document (plays a list, running figures
+    #: stored): the first change writes it whole, in the current shape
+    legacy: bool = False
     _touched: dict[str, Player] = field(default_factory=dict)
-    _plays_changed: bool = False
+    _new_plays: dict[str, str] = field(default_factory=dict)  # made by this mail
 
     # -- JSON --------------------------------------------------------------
     @classmethod
@@ -275,11 +359,7 @@ class Game:
             "version": STATE_VERSION,
             "created": now.isoformat(),
             "options": dict(options),
-            "total": 0,
-            "plays": [],
-            "last": None,
-            "last_scoring": 0,
-            "finishers": [],
+            "plays": {},
             "finished": False,
             "bonuses": [],
             "players": {},
@@ -287,36 +367,58 @@ class Game:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Game:
+        plays = state["plays"]
+        legacy = isinstance(plays, list)
+        if legacy:
+            plays = {str(n): text for n, text in enumerate(plays, start=1)}
         return cls(
             raw=state,
             options=state["options"],
-            total=state["total"],
-            plays=state["plays"],
-            last=state["last"],
-            last_scoring=state["last_scoring"],
-            finishers=state["finishers"],
+            plays=plays,
             finished=state["finished"],
             bonuses=state["bonuses"],
+            legacy=legacy,
         )
 
+    def changed_players(self) -> dict[str, dict[str, Any]]:
+        """handle -> JSON of every player added or changed since loading."""
+        stored = self.raw["players"]
+        out = {}
+        for handle, player in self._touched.items():
+            data = player.to_json()
+            if stored.get(handle) != data:
+                out[handle] = data
+        return out
+
     def to_state(self) -> dict[str, Any]:
-        """A new state dict; the loaded one is left as it was."""
+        """A new state dict in the current shape; the loaded one is left as it
+        was, and shares every part that did not change."""
         state = dict(self.raw)
-        if self._touched:
-            players = dict(self.raw["players"])
-            for handle, player in self._touched.items():
-                players[handle] = player.to_json()
-            state["players"] = players
-        state.update(
-            total=self.total,
-            plays=self.plays,
-            last=self.last,
-            last_scoring=self.last_scoring,
-            finishers=self.finishers,
-            finished=self.finished,
-            bonuses=self.bonuses,
-        )
+        if self.legacy:
+            for gone in LEGACY_FIELDS:
+                state.pop(gone, None)
+            state["version"] = STATE_VERSION
+        changed = self.changed_players()
+        if changed:
+            state["players"] = {**self.raw["players"], **changed}
+        if self._new_plays or self.legacy:
+            state["plays"] = {**self.plays, **self._new_plays}
+        state["finished"] = self.finished
+        state["bonuses"] = self.bonuses
         return state
+
+    def changes(self) -> tuple[dict[str, Any], dict[str, list[str]] | None]:
+        """(the new state, its changed entries) after a mail: nothing but
+        entries of ``players`` and ``plays`` changed, unless the document is
+        of the old shape or the game ended (None: store it whole).  Nothing
+        changed at all: the given state itself and no entries."""
+        changed = self.changed_players()
+        if not changed and not self._new_plays and self.finished == self.raw["finished"] \
+                and self.bonuses is self.raw["bonuses"]:
+            return self.raw, {}
+        if self.legacy or self.finished != self.raw["finished"] or self.bonuses is not self.raw["bonuses"]:
+            return self.to_state(), None
+        return self.to_state(), {"players": list(changed), "plays": list(self._new_plays)}
 
     # -- players -------------------------------------------------------------
     def handles(self) -> list[str]:
@@ -344,29 +446,36 @@ class Game:
         player = Player(
             handle=handle,
             email=email,
-            joined=len(self.raw["players"]) + len(
-                [h for h in self._touched if h not in self.raw["players"]]
-            ) + 1,
+            joined=self.player_count() + 1,
             pieces=pieces_from_email(email),
             played=[0] * PIECES_PER_PLAYER,
-            seen=len(self.plays),
+            seen=self.play_count,
             digest_at=now.isoformat(),
         )
         self._touched[handle] = player
         return player
 
-    def choosing(self, mail: str) -> list[str]:
-        """Handles of the players whose mail preference is ``mail``."""
-        out = []
-        for handle, data in self.raw["players"].items():
-            player = self._touched.get(handle)
-            if (player.mail if player else data["mail"]) == mail:
-                out.append(handle)
-        out += [h for h, p in self._touched.items() if h not in self.raw["players"] and p.mail == mail]
-        return out
+    def choosing_each(self, memo: dict[str, Any]) -> list[str]:
+        """Handles of the players who chose MAIL EACH, in the order they
+        joined.  The index of the stored ones is kept in ``memo`` (the
+        server's scratch for this game, Context.memo) for the players
+        mapping it was made from, so a play need not look at every player."""
+        rows = [(j, h) for j, h in each_index(self.raw["players"], memo) if h not in self._touched]
+        rows += [(p.joined, h) for h, p in self._touched.items() if p.mail == "each"]
+        return [h for _, h in sorted(rows)]
+
+    def keep_each_index(self, memo: dict[str, Any], state: dict[str, Any], changed: dict[str, Any]) -> None:
+        """After a mail: the index of ``memo`` made for the new ``state`` from
+        the one of the given state and the players ``changed`` (no scan)."""
+        found = memo.get(EACH)
+        if found is None or found[0] is not self.raw["players"] or state["players"] is self.raw["players"]:
+            return
+        rows = [(j, h) for j, h in found[1] if h not in changed]
+        rows += [(data["joined"], h) for h, data in changed.items() if data["mail"] == "each"]
+        memo[EACH] = (state["players"], sorted(rows))
 
     def player_count(self) -> int:
-        return len(set(self.raw["players"]) | set(self._touched))
+        return len(self.raw["players"]) + sum(1 for h in self._touched if h not in self.raw["players"])
 
     def _scores(self) -> Iterator[tuple[str, int, int, int]]:
         """(handle, score, reached, joined) of every player, current values."""
@@ -383,19 +492,53 @@ class Game:
     def standings(self) -> list[dict[str, Any]]:
         """Players best first: highest score; a tie goes to the player who
         reached that score first (then to the earlier joiner)."""
-        rows = sorted(self._scores(), key=lambda r: (-r[1], r[2], r[3]))
-        return [
-            {"place": i, "handle": h, "score": s, "line": f"{i:5d}. {h:<20} {s:6d}"}
-            for i, (h, s, _, _) in enumerate(rows, start=1)
-        ]
+        return ranked(self._scores())
+
+    def standings_later(self) -> Standings:
+        """The standings as they are now, worked out only when read (a play's
+        announcement carries them; nobody may get it)."""
+        now = {h: (p.score, p.reached, p.joined) for h, p in self._touched.items()}
+        return Standings(self.raw["players"], now)
+
+    def finishers(self) -> list[tuple[str, int]]:
+        """(handle, points of the tenth play) of the players who used all
+        their pieces, in the order they did."""
+        done = []
+        for handle in [*self.raw["players"], *(h for h in self._touched if h not in self.raw["players"])]:
+            played = self.player(handle).played if handle in self._touched else self.raw["players"][handle]["played"]
+            if all(played):
+                done.append((max(played), handle))
+        done.sort()
+        return [(handle, self.play_at(number).points) for number, handle in done]
 
     # -- plays ---------------------------------------------------------------
     @property
     def play_count(self) -> int:
-        return len(self.plays)
+        return len(self.plays) + len(self._new_plays)
 
     def play_at(self, number: int) -> Play:
-        return Play.decode(number, self.plays[number - 1])
+        key = str(number)
+        text = self._new_plays.get(key)
+        return Play.decode(number, text if text is not None else self.plays[key])
+
+    @property
+    def total(self) -> int:
+        """The running total: that after the latest play."""
+        return self.play_at(self.play_count).total if self.play_count else 0
+
+    @property
+    def last(self) -> str | None:
+        """Who made the latest play (None: nobody yet)."""
+        return self.play_at(self.play_count).handle if self.play_count else None
+
+    @property
+    def last_scoring(self) -> int:
+        """The number of the latest play that scored; 0: none.  Looks back
+        from the latest play (at the deadline only)."""
+        for number in range(self.play_count, 0, -1):
+            if self.play_at(number).points:
+                return number
+        return 0
 
     def plays_data(self, first: int = 1, last: int | None = None) -> list[dict[str, Any]]:
         """Template data of plays ``first``..``last`` (1-based, inclusive)."""
@@ -408,12 +551,18 @@ class Game:
             previous = play.handle
         return out
 
+    def plays_of(self, handle: str) -> list[dict[str, Any]]:
+        """Template data of the plays ``handle`` made, in order."""
+        numbers = sorted(n for n in self.player(handle).played if n)
+        out = []
+        for number in numbers:
+            play = self.play_at(number)
+            before = self.play_at(number - 1).handle if number > 1 else None
+            out.append(play.as_data(repeated=before == handle))
+        return out
+
     def record(self, play: Play) -> None:
-        if not self._plays_changed:
-            self.plays = list(self.plays)  # copy once: the loaded state stays as it was
-            self.finishers = [list(f) for f in self.finishers]
-            self._plays_changed = True
-        self.plays.append(play.encode())
+        self._new_plays[str(play.number)] = play.encode()
 
     # -- the deadline --------------------------------------------------------
     def closes_at(self) -> datetime | None:

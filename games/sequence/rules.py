@@ -40,6 +40,7 @@ from .model import (
     points_for,
 )
 from .state import validated
+from .view import FULL_REPORT_PLAYERS
 
 
 @dataclass
@@ -112,6 +113,15 @@ class SequenceRules(Rules[SequenceMail]):
         be what the plays give."""
         return validated(data)
 
+    def export_state(self, state: State) -> dict[str, Any]:
+        """The state in the current shape, its plays in the order of their
+        numbers (a state read from the database may hold the plays one mail
+        made in another order: the game never relies on it)."""
+        out = Game.from_state(state).to_state()
+        plays = out["plays"]
+        out["plays"] = {str(n): plays[str(n)] for n in range(1, len(plays) + 1)}
+        return out
+
     # -- mail -----------------------------------------------------------------
     def parse_line(self, line: Line) -> Command:
         return parse.parse_line(line)
@@ -120,7 +130,12 @@ class SequenceRules(Rules[SequenceMail]):
         return SequenceMail(ctx, commands, Outcome(state=state), game=Game.from_state(state))
 
     def close_mail(self, mail: SequenceMail) -> None:
-        mail.outcome.state = mail.game.to_state()
+        # every command changes only entries of ``players`` and ``plays``: the
+        # server writes those rows, not the document (Game.changes)
+        game = mail.game
+        mail.outcome.state, mail.outcome.changed_entries = game.changes()
+        if mail.outcome.state is not game.raw:
+            game.keep_each_index(mail.ctx.memo, mail.outcome.state, game.changed_players())
 
     # -- checks -----------------------------------------------------------------
     def _member(self, game: Game, ctx: Context, need_password: bool = True) -> str:
@@ -191,15 +206,10 @@ class SequenceRules(Rules[SequenceMail]):
         points = points_for(total, piece.multiplier, eligible=not repeated)
         play = Play(game.play_count + 1, handle, number, value, piece.multiplier, total, points)
         game.record(play)
-        game.total = total
-        game.last = handle
         player.played[number - 1] = play.number
         if points:
             player.score += points
             player.reached = play.number
-            game.last_scoring = play.number
-        if player.done:
-            game.finishers.append([handle, points])
         if player.seen == play.number - 1:  # nothing else pending for this player's digest
             player.seen = play.number
 
@@ -216,7 +226,7 @@ class SequenceRules(Rules[SequenceMail]):
         ``tick``.  The notice is made even when no player asked for it (its
         ``to`` then empty): the play is public, and observers get it
         (:meth:`public_reports`)."""
-        each = [h for h in game.choosing("each") if h != play.handle]
+        each = [h for h in game.choosing_each(ctx.memo) if h != play.handle]
         data = play.as_data(repeated)
         out.notices.append(
             Notice(
@@ -227,7 +237,8 @@ class SequenceRules(Rules[SequenceMail]):
                     "game": ctx.game_name,
                     "play": data,
                     "total": play.total,
-                    "standings": game.standings(),
+                    # every player's score: worked out only if someone reads it
+                    "standings": game.standings_later(),
                 },
                 kind="report",
             )
@@ -342,7 +353,7 @@ class SequenceRules(Rules[SequenceMail]):
         event = game.play_count
         bonuses = []
         half = game.player_count() // 2
-        for handle, points in game.finishers[:half]:
+        for handle, points in game.finishers()[:half]:
             if points > 0:
                 event += 1
                 player = game.player(handle)
@@ -352,30 +363,34 @@ class SequenceRules(Rules[SequenceMail]):
                     "handle": handle, "points": FINISHER_BONUS,
                     "reason": "among the first half to use all ten pieces; tenth play scored",
                 })
-        if game.last_scoring:
-            handle = game.play_at(game.last_scoring).handle
+        last_scoring = game.last_scoring
+        if last_scoring:
+            handle = game.play_at(last_scoring).handle
             event += 1
             player = game.player(handle)
             player.score += LAST_SCORER_BONUS
             player.reached = event
             bonuses.append({
                 "handle": handle, "points": LAST_SCORER_BONUS,
-                "reason": f"the last play that scored (play {game.last_scoring})",
+                "reason": f"the last play that scored (play {last_scoring})",
             })
         for bonus in bonuses:
             bonus["line"] = f"  {bonus['handle']} +{bonus['points']}: {bonus['reason']}"
         game.bonuses = bonuses
         game.finished = True
+        state = game.to_state()
         data = view.report_data(game, ctx.game_name)
-        report = Notice(
-            to=[ALL_PLAYERS],
-            subject=f"{ctx.game_name or self.title}: final report",
-            template="report.txt",
-            data=data,
-            kind="report",
-        )
+        subject = f"{ctx.game_name or self.title}: final report"
+        report = Notice(to=[ALL_PLAYERS], subject=subject, template="report.txt", data=data, kind="report")
+        notices, record = [report], None
+        if game.player_count() > FULL_REPORT_PLAYERS:
+            # a large game: each player gets their own part, the whole report
+            # (every play) is kept with the game for ``history``
+            record = report
+            notices = [Notice(to=[handle], subject=subject, template="own_report.txt", data=own, kind="report")
+                       for handle, own in view.own_reports(game, data)]
         return Outcome(
-            state=game.to_state(), notices=[report], turn_done=True, finished=True,
+            state=state, notices=notices, record=record, turn_done=True, finished=True,
             audit=[f"deadline run: {game.play_count} plays, winner {data['winner'] or 'none'}"],
         )
 
@@ -391,10 +406,16 @@ class SequenceRules(Rules[SequenceMail]):
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
         game = Game.from_state(state)
-        if game.finished:
-            return [Section(title="Final report", template="report.txt",
-                            data=view.report_data(game, ""))]
         handle = game.find(viewer)
+        if game.finished:
+            large = game.player_count() > FULL_REPORT_PLAYERS
+            data = view.report_data(game, "", plays=not large)
+            if not large:
+                return [Section(title="Final report", template="report.txt", data=data)]
+            # a large game: the viewer's part of the report, as they were mailed it
+            row = next((r for r in data["standings"] if r["handle"] == handle), None)
+            own = view.own_report(game, data, view.report_summary(game, data), row)
+            return [Section(title="Final report", template="own_report.txt", data=own)]
         data = view.status_data(game, handle, "")
         data["standings"] = game.standings()
         first = max(1, game.play_count - 9)

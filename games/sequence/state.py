@@ -1,5 +1,7 @@
 """The Fourth Game's state: JSON document <-> :class:`Game`, and the check
-of an imported document (every running figure must follow from the plays)."""
+of an imported document (every running figure must follow from the plays).
+A document of the first shape (version 1: ``plays`` a list, the running
+figures stored) is checked as such and imported in the current shape."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 from games.base import GameError, State
 
-from .model import MAIL_CHOICES, PIECES_PER_PLAYER, STATE_VERSION, Game, Play, Player, points_for
+from .model import LEGACY_FIELDS, MAIL_CHOICES, PIECES_PER_PLAYER, STATE_VERSION, Game, Play, Player, points_for
 
 
 def load(state: State) -> Game:
@@ -20,20 +22,38 @@ def dump(game: Game) -> State:
 
 
 def validated(data: dict[str, Any]) -> State:
-    """``data`` if it is a consistent state; GameError naming what is not."""
+    """``data``, in the current shape, if it is a consistent state; GameError
+    naming what is not."""
     try:
         check_state(data)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise GameError(f"not a valid sequence game state: {exc}") from None
-    return data
+    return Game.from_state(data).to_state()
+
+
+def plays_in_order(state: dict[str, Any]) -> list[str]:
+    """The encoded plays, oldest first, of either shape: a mapping must have
+    exactly the keys 1 to its length."""
+    plays = state["plays"]
+    if state["version"] == 1:
+        if not isinstance(plays, list):
+            raise ValueError("plays must be a list in a version 1 state")
+        return list(plays)
+    if not isinstance(plays, dict):
+        raise ValueError("plays must map play numbers to plays")
+    expected = {str(n) for n in range(1, len(plays) + 1)}
+    if set(plays) != expected:
+        stray = sorted(set(plays) - expected)
+        raise ValueError(f"plays must be numbered 1 to {len(plays)}, not {', '.join(stray[:5])}")
+    return [plays[str(n)] for n in range(1, len(plays) + 1)]
 
 
 def check_state(state: dict[str, Any]) -> None:
     """Raise ValueError naming the first thing in ``state`` that does not
     follow from its plays: the running figures must be what replaying the
     plays from the start gives."""
-    if state.get("version") != STATE_VERSION:
-        raise ValueError(f"version must be {STATE_VERSION}")
+    if state.get("version") not in (1, STATE_VERSION):
+        raise ValueError(f"version must be 1 or {STATE_VERSION}")
     players = {h: Player.from_json(h, d) for h, d in state["players"].items()}
     for handle, p in players.items():
         if len(p.pieces) != PIECES_PER_PLAYER or len(p.played) != PIECES_PER_PLAYER:
@@ -47,7 +67,7 @@ def check_state(state: dict[str, Any]) -> None:
     scores = {h: 0 for h in players}
     played = {h: [0] * PIECES_PER_PLAYER for h in players}
     finishers = []
-    for number, text in enumerate(state["plays"], start=1):
+    for number, text in enumerate(plays_in_order(state), start=1):
         play = Play.decode(number, text)
         where = f"play {number} ({text!r})"
         if play.handle not in players:
@@ -74,10 +94,15 @@ def check_state(state: dict[str, Any]) -> None:
         last = play.handle
     for bonus in state["bonuses"]:
         scores[bonus["handle"]] += bonus["points"]
-    expected = {"total": total, "last": last, "last_scoring": last_scoring, "finishers": finishers}
-    for key, value in expected.items():
-        if state[key] != value:
-            raise ValueError(f"{key} is {state[key]!r}, the plays give {value!r}")
+    if state["version"] == 1:  # the running figures were stored
+        expected = {"total": total, "last": last, "last_scoring": last_scoring, "finishers": finishers}
+        for key, value in expected.items():
+            if state[key] != value:
+                raise ValueError(f"{key} is {state[key]!r}, the plays give {value!r}")
+    else:
+        stray = [key for key in LEGACY_FIELDS if key in state]
+        if stray:
+            raise ValueError(f"{', '.join(stray)}: not kept in a version {STATE_VERSION} state")
     for handle, p in players.items():
         if p.played != played[handle]:
             raise ValueError(f"{handle}: played is {p.played}, the plays give {played[handle]}")

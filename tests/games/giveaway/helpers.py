@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from games.base import Actor, Context, Outcome
 from games.giveaway import RULES
+from games.giveaway.state import dump, load
 from tests.games import driver
 from tests.games.driver import lines  # noqa: F401  (the giveaway tests import it from here)
 
@@ -31,12 +32,14 @@ class Table(driver.Table):
             assert out.results[0].ok, out.results[0].message
 
     def holdings(self, **holding: int) -> None:
+        # the state written whole first: joiners before round 1 are entries of "joins"
+        self.state = dump(load(self.state))
         for p in self.state["players"]:
             if p["handle"] in holding:
                 p["holding"] = holding[p["handle"]]
 
     def player(self, handle: str) -> dict:
-        return next(p for p in self.state["players"] if p["handle"] == handle)
+        return next(p for p in dump(load(self.state))["players"] if p["handle"] == handle)
 
     def holding(self, handle: str) -> int:
         return self.player(handle)["holding"]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from games.base import ALL_PLAYERS, NO_PASSWORD, GameError, Line
 from games.giveaway import RULES
+from games.giveaway.state import load
 from tests.games.driver import check_commands
 from tests.games.giveaway.helpers import Table, ctx, lines, report_text, scores
 
@@ -316,6 +317,56 @@ def test_join_and_order_in_one_mail():
     assert out.orders == {"Carol": ["GIVE 3 TO Alice"]}
 
 
+def test_a_join_is_one_entry_and_the_join_order_holds():
+    t = Table("Alice", "Bob", "Carol")
+    listed = t.state["players"]
+    out = t.send("dave", "JOIN")
+    assert out.results[0].message == "accepted: you are in the game with 3 points for round 1 (4 players so far; a round needs at least 3)"
+    assert out.changed_entries == {"joins": ["dave"], "orders": []}
+    assert out.state["players"] is listed  # the list is not rewritten
+    assert list(out.state["joins"].values()) == ["Alice", "Bob", "Carol", "dave"]
+    assert t.send("DAVE", "JOIN").results[0].message == "you are already playing in this game"
+    # a LEAVE writes the game whole: the joiners go to the list, in join order
+    left = t.send("Bob", "LEAVE")
+    assert left.changed_entries is None and "joins" not in left.state
+    assert [p["handle"] for p in t.state["players"]] == ["Alice", "Carol", "dave"]
+    # whoever joins (or comes back) after that comes last
+    t.send("Erin", "JOIN")
+    back = t.send("Bob", "JOIN", "GIVE 2 TO erin", "GIVE 1 TO Alice")
+    assert [r.ok for r in back.results] == [True, True, True]
+    assert back.changed_entries == {"joins": ["bob"], "orders": ["bob"]}
+    assert RULES.players(t.state) == ["Alice", "Carol", "dave", "Erin", "Bob"]
+    assert RULES.waiting_for(t.state) == ["Alice", "Carol", "dave", "Erin"]
+    assert "Round 1 has not been played yet: players may still JOIN (5 so far)." in RULES.view(t.state, None)[0].text
+    # an order names joiners like everybody else, and a refusal lists them
+    refused = t.send("Alice", "GIVE 3 TO nobody")
+    assert refused.results[0].message == (
+        "there is no player 'nobody' in this game; you can give to: Carol, dave, Erin, Bob")
+    t.send("Alice", "GIVE 3 TO Bob")
+    t.send("Carol", "GIVE 3 TO Erin")
+    out = t.run()
+    assert [p["handle"] for p in out.state["players"]] == ["Alice", "Carol", "dave", "Erin", "Bob"]
+    assert "joins" not in out.state
+    assert {h: t.holding(h) for h in ("Alice", "Bob", "Erin", "dave")} == {"Alice": 4, "Bob": 6, "Erin": 8, "dave": 3}
+
+
+def test_a_state_stored_before_joins_were_entries_still_plays():
+    """Every player in the list, no joins mapping: the shape of every state
+    written before; it takes joins, and a round, as before."""
+    t = Table()
+    t.state = {"schema": 1, "options": {"no_order": "forfeit", "round_limit": 0}, "round": 1, "status": "joining",
+               "players": [{"handle": h, "holding": 3, "active": True, "score": None, "left_round": None}
+                           for h in ("Ann", "Ben")],
+               "orders": {"ann": [[3, "Ben"]]}, "winner": None, "end_note": None, "last": None}
+    assert RULES.players(t.state) == ["Ann", "Ben"]
+    out = t.send("Cy", "JOIN", "GIVE 3 TO Ann")
+    assert out.results[0].message.endswith("(3 players so far; a round needs at least 3)")
+    assert out.changed_entries == {"joins": ["cy"], "orders": ["cy"]}
+    t.send("Ben", "GIVE 3 TO Cy")
+    report = report_text(t.run())
+    assert "Ann held 3 and gave 3 to Ben." in report and "Cy held 3 and gave 3 to Ann." in report
+
+
 def test_strangers_and_wrong_passwords_are_refused():
     t = Table("Alice", "Bob", "Carol")
     stranger = t.send(None, "JOIN")
@@ -379,7 +430,11 @@ def test_view_shows_only_the_viewers_own_order():
 def test_export_import_round_trip_and_bad_imports():
     t = Table("Alice", "Bob", "Carol")
     t.send("Alice", "GIVE 3 TO Carol")
-    assert RULES.import_state(RULES.export_state(t.state)) == t.state
+    # the joiners are entries of "joins" in the stored state, players in the export
+    assert "joins" in t.state and "joins" not in RULES.export_state(t.state)
+    imported = RULES.import_state(RULES.export_state(t.state))
+    assert load(imported) == load(t.state)
+    assert [p["handle"] for p in imported["players"]] == ["Alice", "Bob", "Carol"]
     bad = RULES.export_state(t.state)
     bad["orders"]["alice"] = [[2, "Carol"]]
     with pytest.raises(GameError, match="does not add up"):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+from games.sequence import RULES
+from tests.games import driver
+
 GAME = "four"
 PLAYERS = {  # handle -> address (pieces 1-5 come from the address's letters)
     "ann": "ann@example.org",        # a n n e x: 1 14 14 5 24
@@ -144,3 +147,86 @@ def test_game_master_sets_pieces(pbm):
     # not from a player
     reply = play(pbm, "ann", "SET PIECES ann " + "9,9 " * 10)
     assert "only the game master may set a player's pieces" in reply
+
+
+class Mirror(driver.Table):
+    """The same game played on the rules alone, the state always whole in
+    memory: what the server must answer, whatever it stores."""
+
+    def __init__(self, now: datetime) -> None:
+        super().__init__(RULES, now=now, game_name=GAME)
+
+    def email(self, handle: str) -> str:
+        return PLAYERS[handle]
+
+
+def test_plays_are_entries_and_read_back_the_same(pbm_stopped):
+    """Every mail to a sequence game writes entries of the state (its player,
+    its plays), never the document; the replies, the play mails and the
+    final report are what the rules give on the whole state, and the state
+    read fresh from the database -- also by a restarted server -- is the one
+    the worker had in memory."""
+    pbm = pbm_stopped
+    start = datetime(2007, 12, 7, 12, 0, tzinfo=UTC)
+    pbm.set_clock(start)
+    pbm.start()
+    for handle, email in PLAYERS.items():
+        pbm.register(handle, f"pw-{handle}-77", email=email)
+    pbm.new_game("sequence", GAME)
+    document = pbm.sql("SELECT state FROM games WHERE name = :n", n=GAME)[0][0]
+    mirror = Mirror(start)
+    assert pbm.state(GAME) == mirror.state
+
+    def both(handle: str, *lines: str) -> str:
+        """The mail to the server and to the mirror: every line's result is in the reply."""
+        reply = play(pbm, handle, *lines)
+        out = mirror.send(handle, *lines)
+        for result in out.results:
+            assert flat(result.message) in reply, (result.message, reply)
+        assert pbm.state(GAME) == mirror.state  # a fresh read of the database
+        return reply
+
+    for handle in PLAYERS:
+        assert "accepted: you are player" in both(handle, "JOIN")
+    both("bob", "MAIL EACH")
+    both("cid", "MAIL NONE")
+    assert "accepted: play 1, total -12" in both("dk", "Piece 3: -12, 3")
+    assert "accepted: play 2, total -14 = -2 x 7, scores 5" in both("bob", "Piece 1: -2, 1")
+    both("ann", "Piece 2: 14, 2", "Piece 3: 14, 3")  # two plays in one mail
+    assert "piece 6 is used already" in both("cid", "Piece 6: -6, 0", "Piece 6: -6, 0", "Piece 7: 6, 1")
+    both("dk", "PIECES")  # changes nothing
+    assert "accepted: play 6, total 32, no multiple" in both("bob", "Piece 5: 24, 5")
+    # nothing rewrote the document: the joins and plays are rows of their own
+    assert pbm.sql("SELECT state FROM games WHERE name = :n", n=GAME)[0][0] == document
+    rows = pbm.sql("SELECT field, count(*) FROM state_entries GROUP BY field ORDER BY field")
+    assert rows == [("players", 4), ("plays", 6)]
+
+    # bob's mails about the plays of others are the rules' own
+    pbm.settle()
+    got = [m for m in pbm.inbox(PLAYERS["bob"]) if m["Subject"].startswith(f"{GAME}: play")]
+    sent = [n for _, out in mirror.outcomes for n in out.notices if "bob" in n.to]
+    assert [m["Subject"] for m in got] == [n.subject for n in sent]
+    for mail, notice in zip(got, sent, strict=True):
+        assert flat(driver.render("sequence", "play.txt", {**notice.data, "viewer": "bob"})) in flat(pbm.text(mail))
+
+    # status: the same from the worker's memory and from a restarted server
+    def status() -> str:
+        return pbm.text(pbm.mail(PLAYERS["ann"], "pbm", f"status {GAME}\n$$pw-ann-77$$"))
+
+    before = status()
+    (section,) = RULES.view(mirror.state, "ann")
+    assert flat(driver.render("sequence", section.template, section.data)) in flat(before)
+    pbm.stop()
+    pbm.start()
+    assert status() == before
+    assert "accepted: play 8, total 44" in both("cid", "Piece 7: 6, 0", "Piece 8: 6, 0")
+
+    # the deadline: the final report is the rules' own; the state is whole again
+    outbox = {h: len(pbm.inbox(e)) for h, e in PLAYERS.items()}
+    pbm.run_turn(GAME)
+    (final,) = mirror.run().notices
+    for handle, email in PLAYERS.items():
+        (report,) = [m for m in pbm.wait_for(email, outbox[handle] + 1) if m["Subject"] == f"{GAME}: final report"]
+        assert flat(driver.render("sequence", "report.txt", {**final.data, "viewer": handle})) in flat(pbm.text(report))
+    assert pbm.sql("SELECT count(*) FROM state_entries")[0][0] == 0
+    assert pbm.state(GAME) == mirror.state
