@@ -14,7 +14,6 @@ import textwrap
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
-from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
 from html import escape as html_escape
@@ -22,6 +21,7 @@ from html import escape as html_escape
 from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound, select_autoescape
 
 from games.base import Result, Section
+from pbm_server.headers import POLICY, SMTP_POLICY
 from pbm_server.settings import Settings
 
 #: the package the templates are installed as (the repository's top-level
@@ -276,7 +276,7 @@ class Composer:
         greeting = f"Hello {to_name}," if to_name else "Hello,"
         layout = {"greeting": greeting, "domain": domain, "server": self.settings.server_address}
         text = fit_lines(self._render("layout.txt", {**layout, "body": redact(body.text, set(secrets))})) + "\n"
-        msg = EmailMessage()
+        msg = EmailMessage(policy=POLICY)
         msg["From"] = formataddr((from_name, f"{from_local}@{domain}"))
         msg["To"] = to_addr
         msg["Subject"] = redact(subject, set(secrets))
@@ -300,4 +300,4 @@ class Composer:
             )
             msg.add_alternative(html, subtype="html", cte="quoted-printable")
         # CRLF line ends: smtplib sends bytes as they are, and SMTP needs CRLF
-        return message_id, msg.as_bytes(policy=policy.SMTP)
+        return message_id, msg.as_bytes(policy=SMTP_POLICY)

@@ -24,13 +24,15 @@ in the order they arrived.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import threading
 from collections.abc import Iterable
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from alembic import command
 from alembic.config import Config
@@ -139,6 +141,68 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+class _BesideFile:
+    """A file beside a SQLite database that this process locks byte ranges
+    of: one instance (one open descriptor, never closed: closing any
+    descriptor of a file drops every lock the process holds on it) per
+    file and process."""
+
+    SUFFIX = ""
+    _made: dict[str, "_BesideFile"] = {}
+    _made_guard = threading.Lock()
+
+    def __init__(self, path: str):
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    @classmethod
+    def beside(cls, database: str) -> Any:
+        path = database + cls.SUFFIX
+        with cls._made_guard:
+            found = cls._made.get(path)
+            if found is None:
+                found = cls._made[path] = cls(path)
+            return found
+
+
+class _WriterTurn(_BesideFile):
+    """Whose turn it is to write a SQLite file, among the threads and
+    processes of this machine: a mutex per process and an exclusive
+    ``lockf`` of ``<file>-write``.  SQLite's own lock lets a waiting writer
+    poll with growing sleeps (up to 100 ms each), so two busy processes hand
+    the file over slowly; the kernel wakes a ``lockf`` waiter as soon as the
+    lock is let go.  SQLite's lock still guards everything: a writer that
+    does not get its turn within ``WAIT`` seconds (a write transaction
+    opened inside another in the same thread) goes ahead without it."""
+
+    SUFFIX = "-write"
+    WAIT = 60.0
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.mutex = threading.Lock()
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        if not self.mutex.acquire(timeout=self.WAIT):
+            yield
+            return
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.lockf(self.fd, fcntl.LOCK_UN)
+        finally:
+            self.mutex.release()
+
+
+def _sqlite_file(url: str) -> str | None:
+    path = make_url(url).database
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return os.path.abspath(path)
+
+
 class Database:
     def __init__(self, url: str, max_pages: int = 0):
         self.url = url
@@ -146,6 +210,8 @@ class Database:
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._writer = sessionmaker(self.engine, expire_on_commit=False)
         self._reader = sessionmaker(self.engine.execution_options(pbm_read=True), expire_on_commit=False)
+        path = _sqlite_file(url) if self.is_sqlite else None
+        self._turn = _WriterTurn.beside(path) if path else None
 
     def upgrade(self) -> None:
         upgrade(self.engine)
@@ -156,7 +222,18 @@ class Database:
         On PostgreSQL it first takes, for the transaction, the advisory locks
         of ``keys`` (sorted), then the world lock (``world``: SHARED or
         EXCLUSIVE), then ``lock``; see the module's docstring.  SQLite's
-        BEGIN IMMEDIATE already serializes every writer."""
+        BEGIN IMMEDIATE already serializes every writer; the writers of this
+        machine first wait for their turn (:class:`_WriterTurn`)."""
+        if self._turn is not None:
+            with self._turn.turn():
+                with self._write(lock, keys=keys, world=world) as session:
+                    yield session
+            return
+        with self._write(lock, keys=keys, world=world) as session:
+            yield session
+
+    @contextmanager
+    def _write(self, lock: int | None = None, *, keys: Iterable[str] = (), world: str | None = None) -> Iterator[Session]:
         with self._writer() as session:
             with session.begin():
                 if not self.is_sqlite:
@@ -180,15 +257,60 @@ class Database:
         self.engine.dispose()
 
 
+class _LockFile(_BesideFile):
+    """Byte-range locks (POSIX ``lockf``) on one file beside a SQLite
+    database: one byte per route key, so every process on that database sees
+    who works on which game, and the kernel lets go of a process's locks when
+    it dies.  POSIX locks belong to the process, not the thread, so the threads
+    of one process count their holds here (two keys may hash to one byte)."""
+
+    SUFFIX = "-routes"
+    #: bytes of the file a key may hash to (collisions only serialize two games)
+    SPAN = 1 << 24
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.holds: dict[int, int] = {}
+        self.lock = threading.Lock()
+
+    @classmethod
+    def offset(cls, key: str) -> int:
+        return lock_id(key) % cls.SPAN
+
+    def take(self, key: str) -> bool:
+        at = self.offset(key)
+        with self.lock:
+            if self.holds.get(at):
+                self.holds[at] += 1
+                return True
+            try:
+                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, at)
+            except OSError:
+                return False  # another process works on this route
+            self.holds[at] = 1
+            return True
+
+    def release(self, key: str) -> None:
+        at = self.offset(key)
+        with self.lock:
+            left = self.holds.get(at, 0) - 1
+            if left > 0:
+                self.holds[at] = left
+                return
+            self.holds.pop(at, None)
+            fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, at)
+
+
 class RouteLocks:
     """The keys one worker holds from picking a mail until it is done with it.
 
     PostgreSQL: session-level advisory locks on a connection of the worker's
     own, so they hold across the mail's transactions, are seen by every
     process on the database, and go away with the connection if the process
-    dies.  SQLite (one process): a set shared by the worker threads of this
-    process; other processes on the same file are kept in order by SQLite's
-    single writer and the status check of each mail."""
+    dies.  SQLite: a set shared by the worker threads of this process, and a
+    byte-range lock of a file beside the database (``<file>-routes``) for
+    the other processes on the same file, which the kernel drops when a
+    process dies."""
 
     _taken: dict[str, set[str]] = {}
     _guard = threading.Lock()
@@ -196,6 +318,11 @@ class RouteLocks:
     def __init__(self, db: Database):
         self.db = db
         self._conn: Connection | None = None
+        self._file: _LockFile | None = None
+        if db.is_sqlite:
+            path = _sqlite_file(db.url)
+            if path:
+                self._file = _LockFile.beside(path)
 
     def _connection(self) -> Connection:
         if self._conn is None or self._conn.closed or self._conn.invalidated:
@@ -209,6 +336,8 @@ class RouteLocks:
                 taken = self._taken.setdefault(self.db.url, set())
                 if key in taken:
                     return False
+                if self._file is not None and not self._file.take(key):
+                    return False
                 taken.add(key)
                 return True
         try:
@@ -220,7 +349,11 @@ class RouteLocks:
     def release(self, key: str) -> None:
         if self.db.is_sqlite:
             with self._guard:
-                self._taken.get(self.db.url, set()).discard(key)
+                taken = self._taken.get(self.db.url, set())
+                if key in taken:
+                    taken.discard(key)
+                    if self._file is not None:
+                        self._file.release(key)
             return
         try:
             self._connection().execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_id(key)})

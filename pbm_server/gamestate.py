@@ -34,6 +34,11 @@ def save_state(game: Game, state: dict, now: datetime) -> None:
     game.updated_at = now
 
 
+#: entries one change may add in a known order (their ``seq`` is the version
+#: times this plus their place; a 32-bit seq then lasts 8 million versions)
+SEQ_PER_VERSION = 256
+
+
 def save_entries(session: Session, game: Game, old: dict[str, Any], new: dict[str, Any],
                  changed: dict[str, list[str]], now: datetime) -> None:
     """The new state differs from ``old`` only in the entries ``changed``
@@ -43,13 +48,17 @@ def save_entries(session: Session, game: Game, old: dict[str, Any], new: dict[st
         return
     game.version += 1
     game.updated_at = now
+    added = 0
     for field, keys in changed.items():
         before, after = old.get(field) or {}, new.get(field) or {}
         for key in dict.fromkeys(keys):
             row = session.get(StateEntry, (game.id, field, key))
             value = after.get(key)
             if key in after and key not in before:
-                seq: int | None = game.version  # added: it now comes last
+                # added: it now comes last, and after what this mail added
+                # before it (the order reads back as the rules had it)
+                seq: int | None = game.version * SEQ_PER_VERSION + min(added, SEQ_PER_VERSION - 1)
+                added += 1
             else:
                 seq = row.seq if row is not None else None  # kept its place
             if row is None:

@@ -11,8 +11,11 @@ breaks on.  :func:`clean_text` turns every control and separator into a space;
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from email.policy import EmailPolicy
+from typing import Any
 
 #: longest Subject kept (RFC 5322 allows 998 characters per line)
 MAX_SUBJECT = 200
@@ -49,3 +52,50 @@ def clean_msgid(value: str | None) -> str | None:
 def clean_msgids(values: list[str] | None, keep: int = 10) -> list[str]:
     out = [c for c in (clean_msgid(v) for v in (values or [])) if c]
     return out[-keep:]
+
+
+# -- the email package's modern policy, with each header value parsed once ------------------
+_LINESEP = re.compile(r"\n|\r")
+
+
+#: longer header values are parsed every time, not kept (the cache stays small)
+_CACHED_CHARS = 1000
+
+
+@functools.lru_cache(maxsize=2048)
+def _cached(factory: Any, name: str, value: str) -> Any:
+    return factory(name, value)
+
+
+def _parsed(factory: Any, name: str, value: str) -> Any:
+    if len(value) > _CACHED_CHARS or len(name) > 100:
+        return factory(name, value)
+    return _cached(factory, name, value)
+
+
+class OncePolicy(EmailPolicy):
+    """``email.policy.default``, except that a header value is parsed into its
+    header object once: the email package parses it again on every read (a
+    mail's Content-Type about ten times while its body is found) and on every
+    write.  Header objects are immutable strings, so the same object serves
+    every mail with the same name and value (Content-Type, MIME-Version,
+    Auto-Submitted ...).  The cache holds at most 2,048 values of at most
+    1,000 characters each (about 2 MB at worst), kept in this process only."""
+
+    def header_fetch_parse(self, name: str, value: Any) -> Any:
+        if hasattr(value, "name"):
+            return value
+        return _parsed(self.header_factory, name, "".join(_LINESEP.split(value)))
+
+    def header_store_parse(self, name: str, value: Any) -> Any:
+        if hasattr(value, "name") and value.name.lower() == name.lower():
+            return (name, value)
+        if isinstance(value, str) and len(value.splitlines()) > 1:
+            raise ValueError("Header values may not contain linefeed or carriage return characters")
+        return (name, _parsed(self.header_factory, name, value))
+
+
+#: reading and writing mail: policy.default with each header parsed once
+POLICY = OncePolicy()
+#: writing for SMTP (CRLF line ends), the same otherwise
+SMTP_POLICY = POLICY.clone(linesep="\r\n")

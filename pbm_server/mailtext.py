@@ -15,11 +15,12 @@ from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
+from typing import cast
 
 from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
 
 from games.base import Line
-from pbm_server.headers import clean_text
+from pbm_server.headers import POLICY, clean_text
 from pbm_server.replies import SentMail, normalise, own_lines
 
 #: at most this many command lines are read from one mail
@@ -43,6 +44,8 @@ class IncomingMail:
     headers: dict[str, str] = field(default_factory=dict)
     #: every Authentication-Results header, topmost first (see senderauth.py)
     auth_results: list[str] = field(default_factory=list)
+    #: the top-level Content-Type, lower case ("multipart/report" may be an abuse report)
+    content_type: str = "text/plain"
 
 
 def _header(msg: EmailMessage, name: str) -> str:
@@ -112,7 +115,7 @@ def _body(msg: EmailMessage) -> tuple[str, bool]:
 
 
 def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
-    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    msg = cast(EmailMessage, BytesParser(policy=POLICY).parsebytes(raw))  # the policy's message_factory
     from_header = _header(msg, "From")
     addr = ""
     try:
@@ -139,6 +142,10 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         auth_results = []
     refs = (_header(msg, "References") + " " + _header(msg, "In-Reply-To")).split()
     message_id = _header(msg, "Message-ID") or None
+    try:
+        content_type = msg.get_content_type()
+    except Exception:
+        content_type = "text/plain"
     return IncomingMail(
         from_addr=addr,
         subject=clean_text(_header(msg, "Subject"), limit=998),
@@ -148,6 +155,7 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         html_only=html_only,
         headers=headers,
         auth_results=auth_results,
+        content_type=content_type,
     )
 
 

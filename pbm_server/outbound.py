@@ -114,10 +114,15 @@ class Outbound(Poller):
         self._db_retry_at = 0.0
         #: the HMAC key of the return paths (read once)
         self._bounce_key: bytes | None = None
+        #: the relay session of the pass under way (_deliver)
+        self._smtp: smtplib.SMTP | None = None
 
     # -- one delivery -------------------------------------------------------------
     def _deliver(self, row: OutboundMail, sender: str = "") -> None:
-        """``sender``: the envelope sender, the row's own return path (bounces.py)."""
+        """``sender``: the envelope sender, the row's own return path (bounces.py).
+        The relay session is kept for the rest of the pass (one connection
+        for a turn's hundreds of reports); after any error it is closed and
+        the next row opens a new one."""
         relay = self.settings.relay_host_port
         if relay is None:
             box = mailbox.Maildir(self.settings.maildir, create=True)
@@ -126,23 +131,36 @@ class Outbound(Poller):
             return
         host, port = relay
         try:
-            with self._connect(host, port) as smtp:
-                options: list[str] = []
-                if not row.to_addr.isascii() and smtp.has_extn("smtputf8"):
-                    options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
-                smtp.sendmail(sender, [row.to_addr], row.raw, mail_options=options)
-        except smtplib.SMTPRecipientsRefused as exc:
-            code = next(iter(exc.recipients.values()))[0]
-            if 500 <= code < 600:
-                raise PermanentFailure(f"relay refused the recipient: {exc.recipients}") from exc
-            raise
-        except RelayMisconfigured:
-            log.warning("relay %s:%s: cannot deliver: see the outbox row's last_error", host, port)
-            raise
-        except smtplib.SMTPResponseException as exc:
-            if 500 <= exc.smtp_code < 600:
+            smtp = self._relay_session(host, port)
+            options: list[str] = []
+            if not row.to_addr.isascii() and smtp.has_extn("smtputf8"):
+                options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
+            smtp.sendmail(sender, [row.to_addr], row.raw, mail_options=options)
+        except BaseException as exc:
+            self._end_session()
+            if isinstance(exc, smtplib.SMTPRecipientsRefused):
+                code = next(iter(exc.recipients.values()))[0]
+                if 500 <= code < 600:
+                    raise PermanentFailure(f"relay refused the recipient: {exc.recipients}") from exc
+            elif isinstance(exc, RelayMisconfigured):
+                log.warning("relay %s:%s: cannot deliver: see the outbox row's last_error", host, port)
+            elif isinstance(exc, smtplib.SMTPResponseException) and 500 <= exc.smtp_code < 600:
                 raise PermanentFailure(f"relay answered {exc.smtp_code} {exc.smtp_error!r}") from exc
             raise
+
+    def _relay_session(self, host: str, port: int) -> smtplib.SMTP:
+        if self._smtp is None:
+            self._smtp = self._connect(host, port)
+        return self._smtp
+
+    def _end_session(self) -> None:
+        smtp, self._smtp = self._smtp, None
+        if smtp is None:
+            return
+        try:
+            smtp.quit()
+        except (OSError, smtplib.SMTPException):
+            smtp.close()
 
     def _connect(self, host: str, port: int) -> smtplib.SMTP:
         """A session with the relay, greeted with PBM_RELAY_EHLO_NAME (or the
@@ -211,17 +229,21 @@ class Outbound(Poller):
     def _record(self, row_id: int, error: str | None, permanent: bool) -> None:
         """The outcome of one attempt, in one transaction (frees the claim)."""
         with self.db.write(lock=LOCK_OUTBOUND) as s:
+            now = clock.now()
+            if error is None:  # the common case, in one statement
+                s.execute(
+                    update(OutboundMail)
+                    .where(OutboundMail.id == row_id, OutboundMail.status == "pending")
+                    .values(status="sent", sent_at=now, last_error=None, attempts=OutboundMail.attempts + 1,
+                            claimed_by=None, claimed_until=None)
+                    .execution_options(synchronize_session=False)
+                )
+                return
             fresh = s.get(OutboundMail, row_id)
             if fresh is None or fresh.status != "pending":
                 return
-            now = clock.now()
             fresh.attempts += 1
             fresh.claimed_by = fresh.claimed_until = None
-            if error is None:
-                fresh.status = "sent"
-                fresh.sent_at = now
-                fresh.last_error = None
-                return
             fresh.last_error = error
             expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
             if permanent or expired:
@@ -299,18 +321,31 @@ class Outbound(Poller):
         except Exception:
             self._db_failed("read and claim the outbox")
             return 0
+        try:
+            return self._deliver_rows(mine, held)
+        finally:
+            self._end_session()
+
+    #: outbox rows read at once (their bytes are in memory together)
+    READ_CHUNK = 20
+
+    def _deliver_rows(self, mine: list[int], held: set[str]) -> int:
         handled = 0
-        for row_id in mine:  # the others: another server has them, or they are done
+        rows: dict[int, OutboundMail] = {}
+        for n, row_id in enumerate(mine):  # the others: another server has them, or they are done
             if self._stop.is_set():
                 break
-            try:
-                with self.db.read() as s:
-                    row = s.get(OutboundMail, row_id)
-                    if row is None or row.status != "pending":
-                        continue
-            except Exception:
-                self._db_failed(f"read outbox row {row_id}")
-                break
+            if n % self.READ_CHUNK == 0:
+                chunk = mine[n:n + self.READ_CHUNK]
+                try:
+                    with self.db.read() as s:
+                        rows = {r.id: r for r in s.scalars(select(OutboundMail).where(OutboundMail.id.in_(chunk)))}
+                except Exception:
+                    self._db_failed(f"read outbox row {row_id}")
+                    break
+            row = rows.pop(row_id, None)
+            if row is None or row.status != "pending":
+                continue
             if row.to_addr.lower() in held:
                 try:
                     self._hold(row_id)

@@ -161,6 +161,7 @@ class Worker(Poller):
     #: how many of the oldest waiting mails a worker looks at to find one whose
     #: game (route) no other worker is busy with
     LOOK_AHEAD = 256
+    FIRST_LOOK = 32
 
     def route_key(self, rcpts: list[str]) -> str:
         """What a mail's processing is serialized on: its game's key for a mail
@@ -175,21 +176,24 @@ class Worker(Poller):
                 return game_key(local)
         return SERVER_KEY
 
-    def waiting(self) -> list[tuple[int, str]]:
-        """(inbox id, route key) of the oldest waiting mails, oldest first.
+    def waiting(self, upto: int | None = None, limit: int | None = None) -> list[tuple[int, str]]:
+        """(inbox id, route key) of the oldest waiting mails, oldest first
+        (``upto``: only those with an id up to that one).
 
         The ids come from the (status, id) index alone; a mail's recipients
         never change, so its route is read and worked out once per worker and
         remembered (the ids of mails no longer waiting are forgotten), not
         decoded again for every mail picked while a backlog waits."""
         with self.db.read() as s:
-            ids = list(s.scalars(select(InboundMail.id).where(InboundMail.status == "new")
-                                 .order_by(InboundMail.id).limit(self.LOOK_AHEAD)))
+            query = select(InboundMail.id).where(InboundMail.status == "new")
+            if upto is not None:
+                query = query.where(InboundMail.id <= upto)
+            ids = list(s.scalars(query.order_by(InboundMail.id).limit(limit or self.LOOK_AHEAD)))
             unknown = [i for i in ids if i not in self._routes_of]
             if unknown:
                 for i, r in s.execute(select(InboundMail.id, InboundMail.rcpt_tos).where(InboundMail.id.in_(unknown))):
                     self._routes_of[i] = self.route_key(list(r or []))
-        if len(self._routes_of) > 4 * self.LOOK_AHEAD:
+        if upto is None and limit is None and len(self._routes_of) > 4 * self.LOOK_AHEAD:
             keep = set(ids)
             self._routes_of = {i: k for i, k in self._routes_of.items() if i in keep}
         return [(i, self._routes_of[i]) for i in ids if i in self._routes_of]
@@ -198,17 +202,25 @@ class Worker(Poller):
         """The oldest waiting mail of a route nobody else is working on, with
         that route's key taken; None when there is none."""
         tried: set[str] = set()
-        for _, key in self.waiting():
-            if key in tried:
-                continue
-            tried.add(key)
-            if not self.routes.take(key):
-                continue  # another worker is on this game
-            # under the key: the oldest waiting mail of the route, afresh
-            first = next((i for i, k in self.waiting() if k == key), None)
-            if first is not None:
-                return first, key
-            self.routes.release(key)
+        # a short look first (it is all a backlog needs while few workers
+        # are busy), the whole look-ahead only if every route in it is taken
+        for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
+            waiting = self.waiting(limit=limit)
+            for candidate, key in waiting:
+                if key in tried:
+                    continue
+                tried.add(key)
+                if not self.routes.take(key):
+                    continue  # another worker is on this game
+                # under the key, afresh: the oldest waiting mail of the route (one
+                # committed late with a smaller id, or none left: another worker
+                # took the candidate); only the mails up to the candidate are read
+                first = next((i for i, k in self.waiting(upto=candidate) if k == key), None)
+                if first is not None:
+                    return first, key
+                self.routes.release(key)
+            if len(waiting) < self.FIRST_LOOK:
+                break  # that was all there is
         return None
 
     def next_id(self) -> int | None:
@@ -291,11 +303,17 @@ class Worker(Poller):
         self._stop.wait(delay)
 
     def prepare(self, inbox_id: int) -> Prepared | None:
+        """Everything about the mail that needs no lock, read in one read
+        transaction (the password checks' slow hashing included: a read
+        transaction blocks no writer)."""
         with self.db.read() as s:
-            row = s.get(InboundMail, inbox_id)
-            if row is None or row.status != "new":
-                return None
-            raw, envelope_from, rcpts = row.raw, row.mail_from, list(row.rcpt_tos)
+            return self._prepare(s, inbox_id)
+
+    def _prepare(self, s: Session, inbox_id: int) -> Prepared | None:
+        row = s.get(InboundMail, inbox_id)
+        if row is None or row.status != "new":
+            return None
+        raw, envelope_from, rcpts = row.raw, row.mail_from, list(row.rcpt_tos)
         mail = read_mail(raw, envelope_from)
         prep = Prepared(inbox_id, mail, Actor(handle=None, email=mail.from_addr, authenticated=False))
         prep.dedup = dedup_key(raw, mail.message_id)
@@ -303,14 +321,13 @@ class Worker(Poller):
         bounce_locals = [r.split("@", 1)[0] for r in ours if bounces.is_bounce_local(r.split("@", 1)[0])]
         if bounce_locals:  # what came back to a return path of ours: never answered, no line read
             if self._bounce_key is None:
-                with self.db.read() as s:
-                    self._bounce_key = bounces.read_key(s)
+                self._bounce_key = bounces.read_key(s)
             found = bounces.outbox_id_of(self._bounce_key, bounce_locals[0])
             prep.bounce_of = -1 if found is None else found
             null = envelope_from.strip() in ("", "<>") or envelope_from.strip().lower() == "mailer-daemon"
             prep.bounce_report = bounces.read_report(raw, null)
             return prep
-        prep.abuse = abuse_report(raw)
+        prep.abuse = abuse_report(raw) if mail.content_type == "multipart/report" else None
         prep.postmaster = any(r.split("@", 1)[0] == "postmaster" for r in ours)
         if prep.abuse is not None or prep.postmaster:
             return prep  # recorded or forwarded to the GM; never answered, no line read
@@ -320,8 +337,7 @@ class Worker(Poller):
         if self.settings.trusted_authserv_id:
             prep.unverified = unverified_reason(mail.auth_results, self.settings.trusted_authserv_id, mail.from_addr)
         local = ours[0].split("@", 1)[0] if ours else "pbm"
-        with self.db.read() as s:  # our mails this one answers: their lines are never commands
-            answered = sent_mails(s, mail.references)
+        answered = sent_mails(s, mail.references)  # our mails this one answers: their lines are never commands
         body, prep.press, press_passwords = extract(mail.body, answered, self.settings.domain)
         lines = command_lines(body, answered, self.settings.domain)
         cut_after = getattr(lines, "cut_after", None)
@@ -347,11 +363,10 @@ class Worker(Poller):
         if mail.html_only:
             prep.notes.append("Your mail had no plain-text part; the server read its HTML part as text.")
 
-        gate = CredentialGate(self.db, self.settings, mail.from_addr, clock.now(), on_lockout=self.tell_owner)
-        with self.db.read() as s:
-            account = account_by_email(s, mail.from_addr)
-            handle = account.handle if account else None
-        # the slow hashing, outside any transaction: one password per account
+        gate = CredentialGate(self.db, self.settings, mail.from_addr, clock.now(), on_lockout=self.tell_owner, session=s)
+        account = account_by_email(s, mail.from_addr)
+        handle = account.handle if account else None
+        # the slow hashing, outside any write transaction: one password per account
         # per mail, the first; an unregistered sender's is not checked at all
         # (the reply says there is no account)
         authenticated = False
@@ -370,29 +385,28 @@ class Worker(Poller):
         is_gm = bool(self.settings.gm_address) and mail.from_addr == self.settings.gm_address.lower() and authenticated
         actor = prep.actor = Actor(handle=handle, email=mail.from_addr, authenticated=authenticated, is_gm=is_gm)
 
-        with self.db.read() as s:
-            if local == "pbm":
-                self._route_server(s, prep, actor, subject, lines)
-            else:
-                game = find_game(s, local)
-                if game is None:
-                    prep.notes.extend(gate.notes)
-                    prep.notes.append(f"There is no game named {local}; nothing was done.")
-                    return prep
-                prep.route = ToGame(game.name)
-                prep.press_game = game.name
-                prep.game_kind = game.kind
-                rules = get_rules(game.kind)
-                if subject is not None:
-                    tried = rules.parse([subject])
-                    if tried and all(c.ok for c in tried):
-                        lines = [subject] + lines
-                prep.game_lines = lines
-            if prep.game_lines and prep.game_kind is not None:
-                prep.commands = get_rules(prep.game_kind).parse(prep.game_lines)
-                for cmd in prep.commands:
-                    self._check_command(s, cmd, mail.from_addr, prep, gate)
-            self._check_password_lines(s, prep, mail.from_addr, gate)
+        if local == "pbm":
+            self._route_server(s, prep, actor, subject, lines)
+        else:
+            game = find_game(s, local)
+            if game is None:
+                prep.notes.extend(gate.notes)
+                prep.notes.append(f"There is no game named {local}; nothing was done.")
+                return prep
+            prep.route = ToGame(game.name)
+            prep.press_game = game.name
+            prep.game_kind = game.kind
+            rules = get_rules(game.kind)
+            if subject is not None:
+                tried = rules.parse([subject])
+                if tried and all(c.ok for c in tried):
+                    lines = [subject] + lines
+            prep.game_lines = lines
+        if prep.game_lines and prep.game_kind is not None:
+            prep.commands = get_rules(prep.game_kind).parse(prep.game_lines)
+            for cmd in prep.commands:
+                self._check_command(s, cmd, mail.from_addr, prep, gate)
+        self._check_password_lines(s, prep, mail.from_addr, gate)
         prep.notes.extend(gate.notes)
         if handle:
             prep.emails[handle] = mail.from_addr
@@ -656,11 +670,12 @@ class Worker(Poller):
                     facts: SubjectFacts, thread: str | None) -> None:
         mail = prep.mail
         since = now - timedelta(hours=1)
-        count = replies_sent_since(s, mail.from_addr, since)
         limit = self.settings.reply_limit_per_hour
         # The limit stops exchanges with robots; a mail that proved its sender
-        # (a matching password) is a player at work and always answered.
+        # (a matching password) is a player at work and always answered, so
+        # its replies are not even counted.
         proven = prep.actor.authenticated or any(c.actor for c in prep.commands)
+        count = 0 if proven else replies_sent_since(s, mail.from_addr, since)
         if count >= limit and not proven:
             row.note = f"not answered: {count} replies to {mail.from_addr} in the last hour (limit {limit})"
             return

@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -62,15 +63,45 @@ class Scheduler:
         self.on_mail = on_mail
         self._stop = threading.Event()
         self._last_tick = 0.0
+        #: game id -> (version, when): an early game judged not ready at that
+        #: version; not judged again (its state not read) until the version
+        #: changes or EARLY_RECHECK_SECONDS pass (a vacation declared at pbm@
+        #: changes who owes orders without changing the game)
+        self._not_ready: dict[int, tuple[int, float]] = {}
+
+    EARLY_RECHECK_SECONDS = 60.0
 
     def candidates(self) -> list[int]:
         """Running games with a deadline: the ones a pass looks at."""
+        return [r.id for r in self._overview()]
+
+    def _overview(self) -> list[Any]:
+        """Running games with a deadline, the columns a pass decides on, in one
+        query: only the games that may have something to do are loaded."""
         with self.db.read() as s:
-            return list(
-                s.scalars(
-                    select(Game.id).where(Game.status == "running", Game.next_deadline.is_not(None)).order_by(Game.next_deadline)
-                ).all()
-            )
+            return list(s.execute(
+                select(Game.id, Game.next_deadline, Game.early, Game.version, Game.early_version, Game.remind_minutes,
+                       Game.reminded_for)
+                .where(Game.status == "running", Game.next_deadline.is_not(None)).order_by(Game.next_deadline)
+            ).all())
+
+    def _maybe_due(self, now: datetime) -> list[int]:
+        out = []
+        mono = time.monotonic()
+        for r in self._overview():
+            if r.next_deadline <= now:
+                out.append(r.id)
+            elif r.early and r.version != r.early_version:
+                seen = self._not_ready.get(r.id)
+                if seen is None or seen[0] != r.version or mono - seen[1] >= self.EARLY_RECHECK_SECONDS:
+                    out.append(r.id)
+        return out
+
+    def _judge(self, s: Session, game: Game, now: datetime) -> str | None:
+        why = self.why_run(s, game, now)
+        if why is None and game.early and game.next_deadline is not None and game.next_deadline > now:
+            self._not_ready[game.id] = (game.version, time.monotonic())
+        return why
 
     @staticmethod
     def missing(s: Session, game: Game, moment: datetime) -> tuple[list[str], list[str], frozenset[str]]:
@@ -187,7 +218,7 @@ class Scheduler:
     # -- the steps ----------------------------------------------------------------------
     def run_due(self) -> int:
         now = clock.now()
-        due = self._select(self.candidates(), lambda s, g: self.why_run(s, g, now))
+        due = self._select(self._maybe_due(now), lambda s, g: self._judge(s, g, now))
         return self._each_game("turn", due, self._run_due_turn)
 
     def _run_due_turn(self, s: Session, game: Game) -> int:
@@ -230,16 +261,22 @@ class Scheduler:
         return 1
 
     @staticmethod
-    def _reminder_window(g: Game, now: datetime) -> bool:
+    def _in_reminder_window(g: Any, now: datetime) -> bool:
+        """``g``: a game, or a row of the overview (the same columns)."""
         return (
-            g.status == "running" and g.next_deadline is not None and g.remind_minutes > 0
+            g.next_deadline is not None and g.remind_minutes > 0
             and g.reminded_for != g.next_deadline
             and g.next_deadline - timedelta(minutes=g.remind_minutes) <= now < g.next_deadline
         )
 
+    @classmethod
+    def _reminder_window(cls, g: Game, now: datetime) -> bool:
+        return g.status == "running" and cls._in_reminder_window(g, now)
+
     def run_reminders(self) -> int:
         now = clock.now()
-        ids = self._select(self.candidates(), lambda s, g: self._reminder_window(g, now))
+        maybe = [r.id for r in self._overview() if self._in_reminder_window(r, now)]
+        ids = self._select(maybe, lambda s, g: self._reminder_window(g, now))
         return self._each_game("reminders", ids, self._remind)
 
     def _remind(self, s: Session, game: Game) -> int:

@@ -1,16 +1,19 @@
 """`pbm serve`: the listener, the worker, outbound delivery and the scheduler,
 until SIGINT or SIGTERM.
 
-Two processes.  The process started as `pbm serve` runs the SMTP listener and
-its group-commit writer, and nothing else; it starts a second process
-(`pbm serve --without listener`, the "back end") for the worker, outbound
-delivery and the scheduler.  They share nothing but the database and a pipe on
-which the listener says "new mail" after each commit, so the worker starts at
-once rather than at its next poll.  The point is the GIL: in one process every
-mail the worker parses and answers is time the event loop cannot accept mail
-(see docs/benchmarks.md for the figures).
+Several processes.  The process started as `pbm serve` runs the SMTP listener
+and its group-commit writer, and nothing else; it starts the back ends (`pbm
+serve --without listener`): ``PBM_BACKENDS`` processes (0: one per CPU core, at
+most 4), each with its worker threads and outbound delivery (each delivers at
+once what its own worker wrote); the first also runs the scheduler.  They share nothing but the database and, each, a pipe on
+which the listener says "new mail" after each commit, so the workers start at
+once rather than at their next poll.  The point is the GIL: in one process every
+mail the worker parses and answers is time the event loop cannot accept mail,
+and one back end cannot use more than one core (see docs/benchmarks.md for the
+figures).  The back ends divide the mail among themselves by game, as worker
+threads do (pbm_server/db.py, RouteLocks; docs/scaling.md).
 
-* The back end dies with the listener: it asks the kernel for SIGKILL when its
+* Each back end dies with the listener: it asks the kernel for SIGKILL when its
   parent dies (PR_SET_PDEATHSIG), and checks its parent besides.  A SIGKILL of
   `pbm serve` thus stops both, and a restart finds the database as the last
   commits left it (each part is crash-safe on its own; see processing.py and
@@ -18,7 +21,7 @@ mail the worker parses and answers is time the event loop cannot accept mail
 * A back end that exits while the listener runs is started again (after a
   pause that grows to a minute if it keeps failing).
 * SIGTERM/SIGINT: the listener stops taking mail and finishes its commits, then
-  the back end is told to stop and waited for.
+  the back ends are told to stop and waited for.
 * Intake first: while mail streams in faster than the listener commits it one
   by one (a commit of two or more mails in the last 50 ms), the worker rests
   after each mail three times as long as the CPU time the mail took, so it uses
@@ -69,6 +72,32 @@ BACKEND_PARTS = ("worker", "outbound", "scheduler")
 #: environment of the back end: the read end of the wake-up pipe, the parent's pid
 ENV_WAKE_FD = "PBM_INTERNAL_WAKE_FD"
 ENV_PARENT = "PBM_INTERNAL_PARENT_PID"
+#: which back end of its listener a process is (0, 1, ...): part of its outbound identity
+ENV_BACKEND = "PBM_INTERNAL_BACKEND_INDEX"
+
+#: back ends when PBM_BACKENDS is 0: one per core, at most this many
+AUTO_BACKENDS_MAX = 4
+
+
+def backend_count(settings: Settings) -> int:
+    if settings.backends:
+        return settings.backends
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, AUTO_BACKENDS_MAX))
+
+
+class Backend:
+    """One back-end process as the listener sees it: its parts, the process,
+    the write end of its wake-up pipe."""
+
+    def __init__(self, index: int, parts: tuple[str, ...]):
+        self.index = index
+        self.parts = parts
+        self.proc: subprocess.Popen | None = None
+        self.wake_w: int | None = None
 
 #: "streams in": a commit of at least INTAKE_GROUP mails within INTAKE_WINDOW seconds
 INTAKE_WINDOW = 0.05
@@ -108,6 +137,10 @@ class Server:
         self.workers = [Worker(self.db, settings, self.composer) for _ in range(settings.workers)]
         self.worker = self.workers[0]
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
+        index = os.environ.get(ENV_BACKEND)
+        if index and index != "0":
+            # the claims of each back end are its own, and stay its own across its restart
+            self.outbound.identity = f"{self.outbound.identity[:58]}|{index[:5]}"
         self.scheduler = Scheduler(self.db, settings, self.worker.mailer, on_mail=self.outbound.wake.set)
         for worker in self.workers:
             worker.on_processed = self.outbound.wake.set
@@ -116,9 +149,17 @@ class Server:
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
         self._stopping = threading.Event()
-        self._backend: subprocess.Popen | None = None
+        #: the back-end processes (listener side): the first has every back-end
+        #: part of ``parts``; the others the worker and outbound delivery (each
+        #: delivers the replies of its own worker at once), not the scheduler
+        backend_parts = tuple(p for p in BACKEND_PARTS if p in parts)
+        self.backends: list[Backend] = []
+        if self.split:
+            self.backends.append(Backend(0, backend_parts))
+            if "worker" in backend_parts:
+                others = tuple(p for p in ("worker", "outbound") if p in backend_parts)
+                self.backends += [Backend(i, others) for i in range(1, backend_count(settings))]
         self._backend_lock = threading.Lock()
-        self._wake_w: int | None = None
         self._last_intake = 0.0
         self.intake_first = settings.intake_first
 
@@ -134,51 +175,53 @@ class Server:
             row.sent_at or row.next_attempt_at,
         )
 
-    # -- the back end process (listener side) ------------------------------------------
-    def _start_backend(self) -> None:
+    # -- the back end processes (listener side) ------------------------------------------
+    def _start_backend(self, be: Backend) -> None:
         r, w = os.pipe()
         os.set_blocking(w, False)
         env = dict(os.environ)
         env.update(settings_env(self.settings))
         env[ENV_WAKE_FD] = str(r)
         env[ENV_PARENT] = str(os.getpid())
+        env[ENV_BACKEND] = str(be.index)
         args = [sys.executable, "-m", "pbm_server.cli", "serve", "--without", "listener"]
         for part in BACKEND_PARTS:
-            if part not in self.parts:
+            if part not in be.parts:
                 args += ["--without", part]
         proc = subprocess.Popen(args, env=env, pass_fds=(r,))
         os.close(r)
-        old, self._wake_w = self._wake_w, w
+        old, be.wake_w = be.wake_w, w
         if old is not None:
             os.close(old)
-        self._backend = proc
-        log.info("back end (%s) started as process %d", ", ".join(p for p in BACKEND_PARTS if p in self.parts), proc.pid)
+        be.proc = proc
+        log.info("back end %d (%s) started as process %d", be.index + 1, ", ".join(be.parts), proc.pid)
 
-    def _supervise(self) -> None:
+    def _supervise(self, be: Backend) -> None:
         pause = 1.0
         while not self._stopping.is_set():
-            proc = self._backend
+            proc = be.proc
             code = proc.wait() if proc is not None else None
             if self._stopping.is_set():
                 return
-            log.error("the back end exited with %s; starting it again in %.0f s", code, pause)
+            log.error("a back end exited (number %d, with %s); starting it again in %.0f s", be.index + 1, code, pause)
             if self._stopping.wait(pause):
                 return
             with self._backend_lock:
                 if self._stopping.is_set():
                     return
                 started = time.monotonic()
-                self._start_backend()
+                self._start_backend(be)
             pause = 1.0 if time.monotonic() - started > 60 else min(pause * 2, 60.0)
 
     def _wake_backend(self, n: int = 1) -> None:
-        w = self._wake_w
-        if w is None:
-            return
-        try:
-            os.write(w, bytes((min(n, 255),)))  # one byte per commit: how many mails it stored
-        except (BlockingIOError, BrokenPipeError, OSError):
-            pass  # the pipe is full (the worker is awake anyway) or the back end is gone
+        for be in self.backends:
+            w = be.wake_w
+            if w is None:
+                continue
+            try:
+                os.write(w, bytes((min(n, 255),)))  # one byte per commit: how many mails it stored
+            except (BlockingIOError, BrokenPipeError, OSError):
+                pass  # the pipe is full (the worker is awake anyway) or the back end is gone
 
     # -- the back end process (its own side) ----------------------------------------------
     def _listen_for_wakeups(self, fd: int) -> None:
@@ -250,15 +293,19 @@ class Server:
             threading.Thread(target=self._listen_for_wakeups, args=(int(wake_fd),), name="wake-pipe", daemon=True).start()
         if self.split:
             with self._backend_lock:
-                self._start_backend()
-            threading.Thread(target=self._supervise, name="back-end-supervisor", daemon=True).start()
+                for be in self.backends:
+                    self._start_backend(be)
+            for be in self.backends:
+                threading.Thread(target=self._supervise, args=(be,), name=f"back-end-{be.index + 1}-supervisor",
+                                 daemon=True).start()
         if "listener" in self.local_parts:
             on_commit = self._wake_backend if self.split else self._wake_local
             writer = self.writer = IntakeWriter(self.db, on_commit=on_commit)
             handler = InboundHandler(self.settings, writer, GameNames(self.db))
             controller = self.controller = make_controller(self.settings, handler)
             controller.start()
-        backend = f" in process {self._backend.pid}" if self._backend is not None else ""
+        pids = [str(be.proc.pid) for be in self.backends if be.proc is not None]
+        backend = f" in process{'es' if len(pids) > 1 else ''} {', '.join(pids)}" if pids else ""
         log.info("pbm serve: %s on %s, domain %s%s", ", ".join(self.local_parts), self.settings.listen, self.settings.domain,
                  f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)}{backend}" if self.split else "")
 
@@ -269,17 +316,20 @@ class Server:
         if self.writer is not None:
             self.writer.close()
         with self._backend_lock:
-            proc = self._backend
-        if proc is not None and proc.poll() is None:
+            procs = [be.proc for be in self.backends if be.proc is not None and be.proc.poll() is None]
+        for proc in procs:
             proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        for proc in procs:
             try:
-                proc.wait(timeout=60)
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if self._wake_w is not None:
-            os.close(self._wake_w)
-            self._wake_w = None
+        for be in self.backends:
+            if be.wake_w is not None:
+                os.close(be.wake_w)
+                be.wake_w = None
         for worker in self.workers:
             worker.stop()
         self.outbound.stop()

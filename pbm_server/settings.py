@@ -95,6 +95,10 @@ def _processes(value: int) -> str | None:
     return None if value in (1, 2) else "expected 1 (one process) or 2 (the listener in its own process)"
 
 
+def _backends(value: int) -> str | None:
+    return None if 0 <= value <= 16 else "expected 0 (one per CPU core, at most 4) or a number of back-end processes from 1 to 16"
+
+
 def _workers(value: int) -> str | None:
     return None if 1 <= value <= 64 else "expected a number of worker threads from 1 to 64"
 
@@ -178,6 +182,10 @@ class Settings:
     tick_seconds: float = _setting(60.0, "how often the scheduler calls each game's tick", _positive)
     serve_processes: int = _setting(
         2, "1: pbm serve runs in one process; 2: the listener apart from worker, outbound and scheduler", _processes
+    )
+    backends: int = _setting(
+        0, "back-end processes pbm serve starts beside the listener (with PBM_SERVE_PROCESSES=2); each also "
+        "delivers the outbox, the first runs the scheduler; 0: one per CPU core, at most 4", _backends,
     )
     workers: int = _setting(
         1, "worker threads processing mail in each back end; mails of different games run side by side, "

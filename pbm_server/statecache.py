@@ -24,7 +24,7 @@ Key = tuple[int, int]
 
 
 class StateCache:
-    def __init__(self, size: int = 16) -> None:
+    def __init__(self, size: int = 128) -> None:
         self.size = size
         self._states: OrderedDict[int, tuple[int, dict[str, Any]]] = OrderedDict()
         self._staged: dict[int, tuple[int, dict[str, Any]]] = {}

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sqlalchemy.orm import Session
+
 from pbm_server.db import Database
 from pbm_server.models import Account, AuthThrottle
 from pbm_server.passwords import verify_password
@@ -68,6 +70,9 @@ class CredentialGate:
     #: failures counted per throttle key when this mail looked (a success
     #: resets only a count that is there)
     _failures_seen: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    #: a read transaction of the caller's to look at the counts in (the
+    #: worker's mail is read in one); None: a read transaction of its own
+    session: Session | None = field(default=None, repr=False)
 
     # -- the one entry point ---------------------------------------------------
     def check(self, account: Account | None, password: str, handle: str | None = None) -> str:
@@ -112,8 +117,11 @@ class CredentialGate:
 
     # -- the table ---------------------------------------------------------------
     def _blocked_until(self, keys: list[str]) -> datetime | None:
-        with self.db.read() as s:
-            rows = [s.get(AuthThrottle, k) for k in keys]
+        if self.session is not None:
+            rows = [self.session.get(AuthThrottle, k) for k in keys]
+        else:
+            with self.db.read() as s:
+                rows = [s.get(AuthThrottle, k) for k in keys]
         # failures counted so far, per key (a success resets only these)
         self._failures_seen = {r.key: r.failures for r in rows if r is not None}
         untils = [r.blocked_until for r in rows if r is not None and r.blocked_until and r.blocked_until > self.now]
@@ -126,6 +134,9 @@ class CredentialGate:
             # a success with no failures counted: nothing to reset, so no
             # write transaction (and no fsync) for a known player's mail
             return
+        # the caller's read transaction cannot see what is written now: later
+        # checks of this mail read the counts afresh
+        self.session = None
         with self.db.write(lock=LOCK_THROTTLE) as s:
             keys = [key, sender_key(self.sender)] if account is not None else [sender_key(self.sender)]
             for k in keys:

@@ -114,6 +114,9 @@ class PbmServer:
                 "PBM_RELAY": f"127.0.0.1:{self.sink.port}",
                 "PBM_GM_ADDRESS": gm_address,
                 "PBM_POLL_SECONDS": "0.05",
+                # one back end: most tests need no more, and the machine is
+                # shared by the suite; tests/reliability start several
+                "PBM_BACKENDS": "1",
                 "PBM_RETRY_BASE_SECONDS": "0.2",
                 "PBM_RETRY_MAX_SECONDS": "1",
                 "PBM_TICK_SECONDS": "0.5",
@@ -170,7 +173,9 @@ class PbmServer:
         state = raw if isinstance(raw, dict) else json.loads(raw)
         rows = self.sql("SELECT e.field, e.key, e.value, e.seq FROM state_entries e JOIN games g ON g.id = e.game_id "
                         "WHERE g.name = :n", n=game)
-        loaded = [(f, k, v if not isinstance(v, str) else json.loads(v), q) for f, k, v, q in rows]
+        # SQLite gives a JSON column's text, PostgreSQL the decoded value (which may itself be a string)
+        text_json = self._engine.dialect.name == "sqlite"
+        loaded = [(f, k, json.loads(v) if text_json and isinstance(v, str) else v, q) for f, k, v, q in rows]
         return overlay(state, loaded) if loaded else state
 
     def sql(self, query: str, **params):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import smtplib
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from email.message import EmailMessage
 from email.utils import make_msgid
 
@@ -195,3 +195,73 @@ def test_rmpm_week_of_1000_players(pbm_stopped):
     whole = pbm.sql("SELECT report FROM snapshots WHERE phase = 'after'")[0][0]
     assert "INVENTORY OF THE PLAYERS" in whole and " player 1000 " in whole
     assert pbm.sql("SELECT turn FROM games WHERE name = 'rich'")[0][0] == 2
+
+
+def test_sequence_deadline_of_250_players_after_2500_plays(pbm_stopped):
+    from benchmarks.bench_sequence_orders import START, make_state
+
+    pbm = pbm_stopped
+    n = 250
+    state, writers = make_state(n, 2_400)  # ten players have not played yet
+    handles = list(state["players"])
+    store_game(pbm, "sequence", "four", state, handles)
+    pbm.set_clock(START + timedelta(minutes=50))  # the game's time: no digest is due
+    pbm.start()
+    document = pbm.sql("SELECT state FROM games WHERE name = 'four'")[0][0]
+
+    # the ten play all their pieces by mail, ten plays to a mail, over one connection
+    pieces = {h: state["players"][h]["pieces"] for h in writers}
+    ids = send_many(pbm, [(f"{h}@example.org", "four",
+                           f"$${PASSWORD}$$\n" + "\n".join(f"Piece {k}: {v}, {m}" for k, (v, m) in enumerate(pieces[h], 1)))
+                          for h in writers])
+    wait_until(lambda: all(pbm.replies_to(i) for i in ids), 120, "the replies to the play mails")
+    for h, i in zip(writers, ids, strict=True):
+        reply = pbm.flat(pbm.replies_to(i)[0])
+        assert reply.startswith(f"Hello {h},") and reply.count("accepted: play ") == 10, reply
+        assert "0 pieces left" in reply
+    # the plays went in as entries: the document was not rewritten per mail
+    assert pbm.sql("SELECT state FROM games WHERE name = 'four'")[0][0] == document
+    assert pbm.sql("SELECT field, count(*) FROM state_entries GROUP BY field ORDER BY field") == [
+        ("players", 10), ("plays", 100)]
+    seen = pbm.state("four")
+    assert len(seen["plays"]) == 2_500
+
+    # an observer gets the public whole; each player their own part
+    watcher = "watcher@example.org"
+    pbm.secrets.add("watcher-secret-1")
+    pbm.cli("account", "add", "watcher", watcher, "--password", "watcher-secret-1")
+    assert "you now observe four" in pbm.flat(pbm.mail(watcher, "pbm", "observe four\n$$watcher-secret-1$$"))
+    reports = turn_run(pbm, "four", n + 1, "four: final report")
+    observed = reports.pop(watcher)
+    last = seen["plays"]["2500"].split()
+    assert re.search(rf"^\s*2500 {last[0]}\s", observed, re.M) and "Your plays" not in observed
+    longest = max(len(t) for t in reports.values())
+    assert longest < 4_000, f"the largest report has {longest} characters"
+    winner = re.search(r"^The winner is (\S+) with (\d+) points\.$", observed, re.M)
+    assert winner
+    for h in (writers[-1], handles[0], handles[137]):
+        text = reports[f"{h}@example.org"]
+        assert f"The winner is {winner.group(1)} with {winner.group(2)} points." in text
+        assert "250 players made 2500 plays; the final total is " in text
+        # the player's own plays: all ten, each with its number and what it did
+        played = sorted(n for n in pbm.state("four")["players"][h]["played"] if n)
+        assert len(played) == 10
+        for number in played:
+            assert re.search(rf"^\s*{number} {h}\s", text, re.M), (number, text)
+        place = re.search(rf"^You scored (\d+): place (\d+) of {n}\.$", text, re.M)
+        assert place, text
+        row = re.search(rf"^\s*{place.group(2)}\. {h}\s+{place.group(1)}$", text, re.M)
+        assert row, text  # the player's own row of the standings
+        assert re.search(rf"^\s*1\. {winner.group(1)}\s+{winner.group(2)}$", text, re.M)
+        assert 'mail "history four" to pbm@' in " ".join(text.split())
+
+    # the rows: one per player, each small; the whole report once
+    count, stored = pbm.sql("SELECT count(*), max(length(text)) FROM turn_reports")[0]
+    assert count == n and stored < 4_000
+    whole = pbm.sql("SELECT report FROM snapshots WHERE phase = 'after'")[0][0]
+    assert re.search(rf"^\s*2500 {last[0]}\s", whole, re.M) and re.search(r"^\s*1 \S+\s", whole, re.M)
+    assert pbm.sql("SELECT count(*) FROM state_entries")[0][0] == 0  # the deadline wrote the state whole
+
+    # history gives the whole report: every play
+    text = pbm.text(pbm.mail(f"{handles[5]}@example.org", "pbm", f"$${PASSWORD}$$\nhistory four", timeout=120))
+    assert re.search(rf"^\s*2500 {last[0]}\s", text, re.M) and re.search(r"^\s*1234 \S+\s", text, re.M)
