@@ -95,6 +95,7 @@ def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concu
         return {
             "database": "postgresql" if pg else "sqlite",
             "mails": "order mails with $$password$$ into 20 giveaway games" if orders else "help to pbm@",
+            "back_end_processes": len(serve.pids()) - 1,
             "burst_mails": burst,
             "client_cpu_share_burst": round(res.cpu / res.elapsed, 2) if res.elapsed else None,
             "burst_replied": len(got),
