@@ -39,14 +39,14 @@ from email import policy
 from email.message import Message
 from email.parser import BytesParser
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from pbm_server import clock
 from pbm_server.headers import clean_text
 from pbm_server.lookup import account_by_email, audit
-from pbm_server.models import Bounce, Game, MailHold, Membership, OutboundMail, ServerSecret
+from pbm_server.models import Bounce, Game, MailHold, Membership, OutboundMail, ServerSecret, table
 from pbm_server.settings import Settings
 
 #: an address bounced this many different mails within HOLD_DAYS: on hold
@@ -294,8 +294,13 @@ class Bounces:
         self.tell_gm(s, what, details, now, kind=SUMMARY_KIND)
 
 
+_HELD = select(table(MailHold).c.address).where(table(MailHold).c.address == bindparam("address"))
+
+
 def lift_hold(s: Session, address: str, now: datetime, actor: str, why: str) -> bool:
     """Take ``address`` off hold; False if it was not held."""
+    if s.connection().execute(_HELD, {"address": address.lower()}).first() is None:
+        return False  # the common case, one plain SELECT
     hold = s.get(MailHold, address.lower())
     if hold is None:
         return False

@@ -13,17 +13,19 @@ Everything here works in the caller's session and transaction.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Table, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from games.base import Outcome
 from pbm_server.deadlines import DeadlineError, parse_deadline
 from pbm_server.errors import DeskError
 from pbm_server.lookup import account_by_handle, audit
-from pbm_server.models import Game, Membership, Order, StateEntry, remember_state
+from pbm_server.models import Game, Membership, Order, StateEntry, remember_state, table
 
 
 def save_state(game: Game, state: dict, now: datetime) -> None:
@@ -49,23 +51,40 @@ def save_entries(session: Session, game: Game, old: dict[str, Any], new: dict[st
     game.version += 1
     game.updated_at = now
     added = 0
+    entries = table(StateEntry)
     for field, keys in changed.items():
         before, after = old.get(field) or {}, new.get(field) or {}
         for key in dict.fromkeys(keys):
-            row = session.get(StateEntry, (game.id, field, key))
             value = after.get(key)
             if key in after and key not in before:
                 # added: it now comes last, and after what this mail added
                 # before it (the order reads back as the rules had it)
-                seq: int | None = game.version * SEQ_PER_VERSION + min(added, SEQ_PER_VERSION - 1)
+                seq = game.version * SEQ_PER_VERSION + min(added, SEQ_PER_VERSION - 1)
                 added += 1
-            else:
-                seq = row.seq if row is not None else None  # kept its place
-            if row is None:
-                session.add(StateEntry(game_id=game.id, field=field, key=key, value=value, seq=seq))
-            else:
-                row.value, row.seq = value, seq
+                upsert(session, entries, {"game_id": game.id, "field": field, "key": key, "value": value, "seq": seq},
+                       ("game_id", "field", "key"), ("value", "seq"))
+            else:  # changed (or gone: a null value) where it was: it keeps its place
+                upsert(session, entries, {"game_id": game.id, "field": field, "key": key, "value": value, "seq": None},
+                       ("game_id", "field", "key"), ("value",))
     remember_state(game, new)
+
+
+def upsert(session: Session, table: Table, values: dict[str, Any], keys: tuple[str, ...],
+           update: tuple[str, ...]) -> None:
+    """One row written whether or not it is there (``keys``: its unique
+    columns; ``update``: what an existing row takes from ``values``): one
+    INSERT .. ON CONFLICT statement, SQLite's and PostgreSQL's alike, on the
+    transaction's connection (so the worker does not read the row first)."""
+    conn = session.connection()
+    conn.execute(_upsert_statement(conn.dialect.name, table, tuple(values), keys, update), values)
+
+
+@functools.lru_cache(maxsize=32)
+def _upsert_statement(dialect: str, table: Table, columns: tuple[str, ...], keys: tuple[str, ...],
+                      update: tuple[str, ...]) -> Any:
+    # made once per shape: its `excluded` alias copies every column of the table
+    stmt = (sqlite if dialect == "sqlite" else postgresql).insert(table)
+    return stmt.on_conflict_do_update(index_elements=list(keys), set_={c: stmt.excluded[c] for c in update})
 
 
 def set_deadline(game: Game, expr: str | None, now: datetime) -> None:
@@ -99,11 +118,9 @@ def record_outcome(session: Session, game: Game, outcome: Outcome, now: datetime
         if m is not None:
             m.left_at = now
     for handle, lines in outcome.orders.items():
-        row = session.scalar(select(Order).where(Order.game_id == game.id, Order.handle == handle, Order.turn == game.turn))
-        if row is None:
-            session.add(Order(game_id=game.id, handle=handle, turn=game.turn, lines=list(lines), received_at=now, inbound_id=inbound_id))
-        else:
-            row.lines, row.received_at, row.inbound_id = list(lines), now, inbound_id
+        upsert(session, table(Order), {"game_id": game.id, "handle": handle, "turn": game.turn, "lines": list(lines),
+                                          "received_at": now, "inbound_id": inbound_id},
+               ("game_id", "handle", "turn"), ("lines", "received_at", "inbound_id"))
     for line in outcome.audit:
         audit(session, now, actor, "game", line, game)
     if outcome.finished:

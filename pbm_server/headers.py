@@ -63,14 +63,23 @@ _CACHED_CHARS = 1000
 
 
 @functools.lru_cache(maxsize=2048)
-def _cached(factory: Any, name: str, value: str) -> Any:
-    return factory(name, value)
+def _cached(kind: Any, name: str, value: str) -> Any:
+    return kind(name, value)
+
+
+@functools.lru_cache(maxsize=256)
+def _kind(factory: Any, name: str) -> Any:
+    # the header class of a name: the registry makes a new class on every look
+    return factory[name]
 
 
 def _parsed(factory: Any, name: str, value: str) -> Any:
-    if len(value) > _CACHED_CHARS or len(name) > 100:
+    if len(name) > 100:
         return factory(name, value)
-    return _cached(factory, name, value)
+    kind = _kind(factory, name.lower())
+    if len(value) > _CACHED_CHARS:
+        return kind(name, value)
+    return _cached(kind, name, value)
 
 
 class OncePolicy(EmailPolicy):
@@ -86,6 +95,9 @@ class OncePolicy(EmailPolicy):
         if hasattr(value, "name"):
             return value
         return _parsed(self.header_factory, name, "".join(_LINESEP.split(value)))
+
+    def header_max_count(self, name: str) -> Any:
+        return _kind(self.header_factory, name.lower()).max_count if len(name) <= 100 else super().header_max_count(name)
 
     def header_store_parse(self, name: str, value: Any) -> Any:
         if hasattr(value, "name") and value.name.lower() == name.lower():

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.names import name_key
-from pbm_server.models import Account, AuditEntry, Game, Membership
+from pbm_server.models import Account, AuditEntry, Game, Membership, table
 
 
 def audit(
@@ -22,6 +22,17 @@ def audit(
 
 def find_game(session: Session, name: str) -> Game | None:
     return session.scalar(select(Game).where(Game.name == name.lower()))
+
+
+def game_name_kind(session: Session, name: str) -> tuple[str, str] | None:
+    """(name, kind) of the game named ``name``, or None: one plain SELECT on
+    the transaction's connection, for the worker's look before it writes."""
+    found = session.connection().execute(_NAME_KIND, {"name": name.lower()}).first()
+    return None if found is None else (found.name, found.kind)
+
+
+_G = table(Game)
+_NAME_KIND = select(_G.c.name, _G.c.kind).where(_G.c.name == bindparam("name"))
 
 
 def account_by_handle(session: Session, handle: str) -> Account | None:

@@ -5,7 +5,7 @@ game package; the server only stores it."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -47,6 +48,11 @@ class UTCDateTime(TypeDecorator):
 
 class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime}
+
+
+def table(model: type[Base]) -> Table:
+    """A model's table, for the plain (Core) statements of the hot paths."""
+    return cast(Table, model.__table__)
 
 
 class Account(Base):

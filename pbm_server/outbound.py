@@ -25,13 +25,14 @@ import ssl
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import Integer, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from pbm_server import bounces, clock
 from pbm_server.db import LOCK_OUTBOUND, Database
-from pbm_server.models import OutboundMail
+from pbm_server.models import OutboundMail, table
 from pbm_server.polling import Poller
 from pbm_server.settings import Settings
 
@@ -63,6 +64,43 @@ def enqueue(
     )
     session.add(row)
     return row
+
+
+def enqueue_one(session: Session, *, to_addr: str, message_id: str, raw: bytes, kind: str, now: datetime,
+                inbound_id: int | None = None, game_id: int | None = None) -> None:
+    """The same row as :func:`enqueue`, written at once with one plain INSERT
+    on the transaction's connection and kept by no session: the worker's
+    reply, one per mail."""
+    session.connection().execute(_INSERT_ONE, {
+        "created_at": now, "inbound_id": inbound_id, "game_id": game_id, "kind": kind, "to_addr": to_addr,
+        "message_id": message_id, "raw": raw, "status": "pending", "attempts": 0, "next_attempt_at": now})
+
+
+_OUT = table(OutboundMail)
+_INSERT_ONE = _OUT.insert()
+# delivery's own statements, made once (plain Core, bound parameters)
+_FREE = or_(_OUT.c.claimed_until.is_(None), _OUT.c.claimed_until < bindparam("now"),
+            _OUT.c.claimed_by == bindparam("me"))
+_DUE = (select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.next_attempt_at <= bindparam("now"), _FREE)
+        .order_by(_OUT.c.id).limit(bindparam("n", type_=Integer)))
+_CLAIM = (_OUT.update().where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending", _FREE)
+          .values(claimed_by=bindparam("me"), claimed_until=bindparam("until", type_=_OUT.c.claimed_until.type)))
+_MINE = (select(_OUT.c.id).where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending",
+                                 _OUT.c.claimed_by == bindparam("me")).order_by(_OUT.c.id))
+_ROWS = select(_OUT.c.id, _OUT.c.to_addr, _OUT.c.raw, _OUT.c.status).where(
+    _OUT.c.id.in_(bindparam("ids", expanding=True)))
+_SENT = (_OUT.update().where(_OUT.c.id == bindparam("row_id"), _OUT.c.status == "pending")
+         .values(status="sent", sent_at=bindparam("now", type_=_OUT.c.sent_at.type), last_error=None, attempts=_OUT.c.attempts + 1,
+                 claimed_by=None, claimed_until=None))
+
+
+class Pending(NamedTuple):
+    """What delivery reads of an outbox row."""
+
+    id: int
+    to_addr: str
+    raw: bytes
+    status: str
 
 
 #: outbox kind of a reply to a mail that proved no password (PBM_UNAUTHENTICATED_REPLIES_PER_HOUR)
@@ -114,15 +152,17 @@ class Outbound(Poller):
         self._db_retry_at = 0.0
         #: the HMAC key of the return paths (read once)
         self._bounce_key: bytes | None = None
-        #: the relay session of the pass under way (_deliver)
+        #: the relay session (_deliver), kept between passes while mail flows
         self._smtp: smtplib.SMTP | None = None
+        self._smtp_used = 0.0  # monotonic time it was last used
 
     # -- one delivery -------------------------------------------------------------
-    def _deliver(self, row: OutboundMail, sender: str = "") -> None:
+    def _deliver(self, row: Pending, sender: str = "") -> None:
         """``sender``: the envelope sender, the row's own return path (bounces.py).
-        The relay session is kept for the rest of the pass (one connection
-        for a turn's hundreds of reports); after any error it is closed and
-        the next row opens a new one."""
+        The relay session is kept for the rows that follow (one connection
+        for a turn's hundreds of reports, and for a stream of replies), until
+        it has been idle for KEEP_SECONDS; after any error it is closed and the
+        next row opens a new one."""
         relay = self.settings.relay_host_port
         if relay is None:
             box = mailbox.Maildir(self.settings.maildir, create=True)
@@ -148,10 +188,34 @@ class Outbound(Poller):
                 raise PermanentFailure(f"relay answered {exc.smtp_code} {exc.smtp_error!r}") from exc
             raise
 
+    #: a relay session idle this long is closed (a relay drops idle clients:
+    #: Postfix's smtpd after 300 s, and its own cache keeps them 2 s)
+    KEEP_SECONDS = 2.0
+
     def _relay_session(self, host: str, port: int) -> smtplib.SMTP:
+        if self._smtp is not None and time.monotonic() - self._smtp_used > 0.5:
+            # kept from an earlier pass: still there?  (a NOOP costs one round
+            # trip; a dead session costs the row a retry period)
+            try:
+                if self._smtp.noop()[0] != 250:
+                    raise smtplib.SMTPServerDisconnected("NOOP refused")
+            except (OSError, smtplib.SMTPException):
+                self._smtp.close()
+                self._smtp = None
         if self._smtp is None:
             self._smtp = self._connect(host, port)
+        self._smtp_used = time.monotonic()
         return self._smtp
+
+    def _end_idle_session(self) -> None:
+        if self._smtp is not None and time.monotonic() - self._smtp_used > self.KEEP_SECONDS:
+            self._end_session()
+
+    def run(self, after_busy: Callable[[float], None] | None = None) -> None:
+        try:
+            super().run(after_busy)
+        finally:
+            self._end_session()
 
     def _end_session(self) -> None:
         smtp, self._smtp = self._smtp, None
@@ -204,40 +268,16 @@ class Outbound(Poller):
         them only after the claim expired."""
         lease = timedelta(seconds=self.settings.outbound_claim_seconds)
         with self.db.write() as s:
-            s.execute(
-                update(OutboundMail)
-                .where(
-                    OutboundMail.id.in_(row_ids),
-                    OutboundMail.status == "pending",
-                    or_(
-                        OutboundMail.claimed_until.is_(None),
-                        OutboundMail.claimed_until < now,
-                        OutboundMail.claimed_by == self.identity,
-                    ),
-                )
-                .values(claimed_by=self.identity, claimed_until=now + lease)
-                .execution_options(synchronize_session=False)
-            )
-            return list(
-                s.scalars(
-                    select(OutboundMail.id)
-                    .where(OutboundMail.id.in_(row_ids), OutboundMail.status == "pending", OutboundMail.claimed_by == self.identity)
-                    .order_by(OutboundMail.id)
-                )
-            )
+            conn = s.connection()
+            conn.execute(_CLAIM, {"ids": row_ids, "now": now, "me": self.identity, "until": now + lease})
+            return list(conn.execute(_MINE, {"ids": row_ids, "me": self.identity}).scalars())
 
     def _record(self, row_id: int, error: str | None, permanent: bool) -> None:
         """The outcome of one attempt, in one transaction (frees the claim)."""
         with self.db.write(lock=LOCK_OUTBOUND) as s:
             now = clock.now()
             if error is None:  # the common case, in one statement
-                s.execute(
-                    update(OutboundMail)
-                    .where(OutboundMail.id == row_id, OutboundMail.status == "pending")
-                    .values(status="sent", sent_at=now, last_error=None, attempts=OutboundMail.attempts + 1,
-                            claimed_by=None, claimed_until=None)
-                    .execution_options(synchronize_session=False)
-                )
+                s.connection().execute(_SENT, {"row_id": row_id, "now": now})
                 return
             fresh = s.get(OutboundMail, row_id)
             if fresh is None or fresh.status != "pending":
@@ -297,20 +337,7 @@ class Outbound(Poller):
         now = clock.now()
         try:
             with self.db.read() as s:
-                due = s.scalars(
-                    select(OutboundMail.id)
-                    .where(
-                        OutboundMail.status == "pending",
-                        OutboundMail.next_attempt_at <= now,
-                        or_(
-                            OutboundMail.claimed_until.is_(None),
-                            OutboundMail.claimed_until < now,
-                            OutboundMail.claimed_by == self.identity,
-                        ),
-                    )
-                    .order_by(OutboundMail.id)
-                    .limit(limit)
-                ).all()
+                due = s.connection().execute(_DUE, {"now": now, "me": self.identity, "n": limit}).scalars().all()
             mine = self._claim(list(due), clock.now()) if due else []
             held: set[str] = set()
             if mine:
@@ -321,17 +348,17 @@ class Outbound(Poller):
         except Exception:
             self._db_failed("read and claim the outbox")
             return 0
-        try:
-            return self._deliver_rows(mine, held)
-        finally:
-            self._end_session()
+        if not mine:
+            self._end_idle_session()
+            return 0
+        return self._deliver_rows(mine, held)
 
     #: outbox rows read at once (their bytes are in memory together)
     READ_CHUNK = 20
 
     def _deliver_rows(self, mine: list[int], held: set[str]) -> int:
         handled = 0
-        rows: dict[int, OutboundMail] = {}
+        rows: dict[int, Pending] = {}
         for n, row_id in enumerate(mine):  # the others: another server has them, or they are done
             if self._stop.is_set():
                 break
@@ -339,7 +366,7 @@ class Outbound(Poller):
                 chunk = mine[n:n + self.READ_CHUNK]
                 try:
                     with self.db.read() as s:
-                        rows = {r.id: r for r in s.scalars(select(OutboundMail).where(OutboundMail.id.in_(chunk)))}
+                        rows = {r.id: Pending(*r) for r in s.connection().execute(_ROWS, {"ids": chunk})}
                 except Exception:
                     self._db_failed(f"read outbox row {row_id}")
                     break

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
 from games import KINDS, get_rules
@@ -36,7 +36,7 @@ from pbm_server.compose import Composer, Reply, redact, thread_root
 from pbm_server.creation import create_game
 from pbm_server.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.headers import clean_msgid, clean_msgids, clean_text
-from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game
+from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game, game_name_kind
 from pbm_server.mailtext import (
     IncomingMail,
     abuse_report,
@@ -48,10 +48,10 @@ from pbm_server.mailtext import (
     split_passwords,
     subject_command,
 )
-from pbm_server.models import Account, Game, InboundMail, Order, OutboundMail
+from pbm_server.models import Account, Game, InboundMail, Order, OutboundMail, table
 from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer, NoticeBudget, forward_to_gm, tell_gm
-from pbm_server.outbound import UNPROVEN_REPLY, enqueue, replies_sent_since, unproven_replies_since
+from pbm_server.outbound import UNPROVEN_REPLY, enqueue, enqueue_one, replies_sent_since, unproven_replies_since
 from pbm_server.polling import Poller
 from pbm_server.press import PressBlock, Relay, extract, refuse_elsewhere
 from pbm_server.replies import sent_mails
@@ -97,6 +97,47 @@ class NewGameOf:
 
 
 Route = ToServer | ToGame | NewGameOf
+
+_INBOX = table(InboundMail)
+# the worker's own statements on the inbox, made once (plain Core, bound
+# parameters): building a statement costs more than running it on SQLite
+_WAITING = (select(_INBOX.c.id).where(_INBOX.c.status == "new")
+            .order_by(_INBOX.c.id).limit(bindparam("n", type_=Integer)))
+_WAITING_UPTO = (select(_INBOX.c.id).where(_INBOX.c.status == "new", _INBOX.c.id <= bindparam("upto"))
+                 .order_by(_INBOX.c.id).limit(bindparam("n", type_=Integer)))
+_RCPTS = select(_INBOX.c.id, _INBOX.c.rcpt_tos).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)))
+_STORED = select(_INBOX.c.raw, _INBOX.c.mail_from, _INBOX.c.rcpt_tos).where(
+    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+_CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from).where(
+    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+_SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key == bindparam("key"), _INBOX.c.id != bindparam("id"),
+                                  _INBOX.c.status != "new").limit(1)
+_O = table(Order)
+_HELD_ORDERS = select(_O.c.lines).where(_O.c.game_id == bindparam("game"), _O.c.handle == bindparam("handle"),
+                                        _O.c.turn == bindparam("turn"))
+_FINISH = _INBOX.update().where(_INBOX.c.id == bindparam("row_id"))
+
+
+@dataclass
+class InboxRow:
+    """The inbox row of the mail in hand, as the write transaction sees and
+    changes it: read with one plain SELECT when the mail is claimed and written
+    back with one UPDATE when it is done (:meth:`Worker.claim`,
+    :meth:`Worker.finish`), not as an ORM object flushed three times."""
+
+    id: int
+    received_at: datetime
+    mail_from: str
+    status: str = "new"
+    note: str | None = None
+    dedup_key: str | None = None
+    processed_at: datetime | None = None
+    seed: str | None = None
+    game_id: int | None = None
+
+    def raw(self, s: Session) -> bytes:
+        """The mail as received (only a mail forwarded whole needs it here)."""
+        return s.connection().execute(select(_INBOX.c.raw).where(_INBOX.c.id == self.id)).scalar_one()
 
 
 @dataclass
@@ -176,23 +217,28 @@ class Worker(Poller):
                 return game_key(local)
         return SERVER_KEY
 
-    def waiting(self, upto: int | None = None, limit: int | None = None) -> list[tuple[int, str]]:
+    def waiting(self, upto: int | None = None, limit: int | None = None,
+                session: Session | None = None) -> list[tuple[int, str]]:
         """(inbox id, route key) of the oldest waiting mails, oldest first
-        (``upto``: only those with an id up to that one).
+        (``upto``: only those with an id up to that one; ``session``: a read
+        transaction of the caller's to look in).
 
         The ids come from the (status, id) index alone; a mail's recipients
         never change, so its route is read and worked out once per worker and
         remembered (the ids of mails no longer waiting are forgotten), not
-        decoded again for every mail picked while a backlog waits."""
-        with self.db.read() as s:
-            query = select(InboundMail.id).where(InboundMail.status == "new")
-            if upto is not None:
-                query = query.where(InboundMail.id <= upto)
-            ids = list(s.scalars(query.order_by(InboundMail.id).limit(limit or self.LOOK_AHEAD)))
-            unknown = [i for i in ids if i not in self._routes_of]
-            if unknown:
-                for i, r in s.execute(select(InboundMail.id, InboundMail.rcpt_tos).where(InboundMail.id.in_(unknown))):
-                    self._routes_of[i] = self.route_key(list(r or []))
+        decoded again for every mail picked while a backlog waits.  Plain
+        Core statements on the transaction's connection: no ORM objects."""
+        if session is None:
+            with self.db.read() as s:
+                return self.waiting(upto, limit, s)
+        conn = session.connection()
+        n = limit or self.LOOK_AHEAD
+        found = conn.execute(_WAITING, {"n": n}) if upto is None else conn.execute(_WAITING_UPTO, {"n": n, "upto": upto})
+        ids = list(found.scalars())
+        unknown = [i for i in ids if i not in self._routes_of]
+        if unknown:
+            for i, r in conn.execute(_RCPTS, {"ids": unknown}):
+                self._routes_of[i] = self.route_key(list(r or []))
         if upto is None and limit is None and len(self._routes_of) > 4 * self.LOOK_AHEAD:
             keep = set(ids)
             self._routes_of = {i: k for i, k in self._routes_of.items() if i in keep}
@@ -212,13 +258,9 @@ class Worker(Poller):
                 tried.add(key)
                 if not self.routes.take(key):
                     continue  # another worker is on this game
-                # under the key, afresh: the oldest waiting mail of the route (one
-                # committed late with a smaller id, or none left: another worker
-                # took the candidate); only the mails up to the candidate are read
-                first = next((i for i, k in self.waiting(upto=candidate) if k == key), None)
-                if first is not None:
-                    return first, key
-                self.routes.release(key)
+                # under the key, the mail's preparation looks again for the
+                # route's oldest waiting mail (Worker.first_of_route)
+                return candidate, key
             if len(waiting) < self.FIRST_LOOK:
                 break  # that was all there is
         return None
@@ -255,15 +297,16 @@ class Worker(Poller):
         """One mail, start to end.  ``held``: the route key this worker holds
         (never asked for again inside: that would wait for itself)."""
         try:
-            prep = self.prepare(inbox_id)
+            prep = self.prepare(inbox_id, held)
             if prep is None:
                 return
             keys, world = self.locks_for(prep, held)
             with self.db.write(keys=keys, world=world) as s:
-                row = s.get(InboundMail, inbox_id)
-                if row is None or row.status != "new":
+                row = self.claim(s, prep.inbox_id)
+                if row is None:
                     return  # another worker got it first
                 self.execute(s, row, prep)
+                self.finish(s, row)
             self.states.keep()
         except Exception as exc:
             self.states.drop()
@@ -302,18 +345,34 @@ class Worker(Poller):
         log.warning("mail %s: database error (%s); next try in %.1f s", inbox_id, exc, delay)
         self._stop.wait(delay)
 
-    def prepare(self, inbox_id: int) -> Prepared | None:
+    def prepare(self, inbox_id: int, held: str | None = None) -> Prepared | None:
         """Everything about the mail that needs no lock, read in one read
         transaction (the password checks' slow hashing included: a read
-        transaction blocks no writer)."""
+        transaction blocks no writer).  ``held``: the route key the worker
+        took for this mail; then the mail prepared is the route's oldest
+        waiting one, which may be another (see :meth:`first_of_route`), and
+        None if the route has none left."""
         with self.db.read() as s:
+            if held is not None:
+                first = self.first_of_route(s, inbox_id, held)
+                if first is None:
+                    return None
+                inbox_id = first
             return self._prepare(s, inbox_id)
 
+    def first_of_route(self, s: Session, candidate: int, key: str) -> int | None:
+        """Under the route's key, afresh: its oldest waiting mail up to the
+        candidate picked from an earlier look.  That is another mail if one of
+        the route was committed late with a smaller id (PostgreSQL hands ids
+        out before commit); None if another worker has taken the candidate and
+        the route has nothing older."""
+        return next((i for i, k in self.waiting(upto=candidate, session=s) if k == key), None)
+
     def _prepare(self, s: Session, inbox_id: int) -> Prepared | None:
-        row = s.get(InboundMail, inbox_id)
-        if row is None or row.status != "new":
+        stored = s.connection().execute(_STORED, {"id": inbox_id}).first()
+        if stored is None:
             return None
-        raw, envelope_from, rcpts = row.raw, row.mail_from, list(row.rcpt_tos)
+        raw, envelope_from, rcpts = stored.raw, stored.mail_from, list(stored.rcpt_tos or [])
         mail = read_mail(raw, envelope_from)
         prep = Prepared(inbox_id, mail, Actor(handle=None, email=mail.from_addr, authenticated=False))
         prep.dedup = dedup_key(raw, mail.message_id)
@@ -388,15 +447,16 @@ class Worker(Poller):
         if local == "pbm":
             self._route_server(s, prep, actor, subject, lines)
         else:
-            game = find_game(s, local)
-            if game is None:
+            named = game_name_kind(s, local)
+            if named is None:
                 prep.notes.extend(gate.notes)
                 prep.notes.append(f"There is no game named {local}; nothing was done.")
                 return prep
-            prep.route = ToGame(game.name)
-            prep.press_game = game.name
-            prep.game_kind = game.kind
-            rules = get_rules(game.kind)
+            name, kind = named
+            prep.route = ToGame(name)
+            prep.press_game = name
+            prep.game_kind = kind
+            rules = get_rules(kind)
             if subject is not None:
                 tried = rules.parse([subject])
                 if tried and all(c.ok for c in tried):
@@ -473,13 +533,24 @@ class Worker(Poller):
                 prep.emails[acc.handle] = acc.email
 
     # -- the write transaction ---------------------------------------------------
-    def execute(self, s: Session, row: InboundMail, prep: Prepared) -> None:
+    @staticmethod
+    def claim(s: Session, inbox_id: int) -> InboxRow | None:
+        """The mail's row if it is still new (else another worker has it)."""
+        found = s.connection().execute(_CLAIM, {"id": inbox_id}).first()
+        return None if found is None else InboxRow(inbox_id, found.received_at, found.mail_from)
+
+    @staticmethod
+    def finish(s: Session, row: InboxRow) -> None:
+        """What became of the mail, written in the same transaction."""
+        s.connection().execute(_FINISH, {
+            "row_id": row.id, "status": row.status, "note": row.note, "dedup_key": row.dedup_key,
+            "processed_at": row.processed_at, "seed": row.seed, "game_id": row.game_id})
+
+    def execute(self, s: Session, row: InboxRow, prep: Prepared) -> None:
         now = clock.now()
         row.dedup_key = prep.dedup
         row.processed_at = now
-        dup = s.scalar(
-            select(InboundMail.id).where(InboundMail.dedup_key == prep.dedup, InboundMail.id != row.id, InboundMail.status != "new").limit(1)
-        )
+        dup = s.connection().execute(_SAME, {"key": prep.dedup, "id": row.id}).scalar()
         if dup is not None:
             row.status, row.note = "duplicate", f"same Message-ID and content as mail {dup}"
             return
@@ -547,7 +618,7 @@ class Worker(Poller):
         row.status = "done"
         self._send_reply(s, row, prep, reply, reply_from, now, facts, thread)
 
-    def _not_to_answer(self, s: Session, row: InboundMail, prep: Prepared, now: datetime) -> None:
+    def _not_to_answer(self, s: Session, row: InboxRow, prep: Prepared, now: datetime) -> None:
         """An abuse report is recorded (inbox note, audit); a mail to postmaster
         is forwarded to the GM whole.  Neither is ever answered."""
         notes = []
@@ -565,14 +636,14 @@ class Worker(Poller):
                            ("the mail", "attached as received; its sender was not answered")]
                 if prep.abuse is not None:
                     details.append(("abuse report", prep.abuse))
-                forward_to_gm(s, self.composer, gm, row.raw, what, details, now, kind=GM_POSTMASTER, inbound_id=row.id)
+                forward_to_gm(s, self.composer, gm, row.raw(s), what, details, now, kind=GM_POSTMASTER, inbound_id=row.id)
                 notes.append("to postmaster: forwarded to the GM")
             else:
                 notes.append("to postmaster: kept here (no PBM_GM_ADDRESS to forward it to)")
         row.status = "dropped" if prep.abuse is not None and not prep.postmaster else "done"
         row.note = "; ".join(notes) + "; not answered"
 
-    def _run_game(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime,
+    def _run_game(self, s: Session, row: InboxRow, prep: Prepared, reply: Reply, now: datetime,
                   facts: SubjectFacts) -> tuple[str, str | None]:
         """Run the mail's game lines; returns (the game's name, the thread
         root of the reply), and fills ``facts`` for the reply's Subject."""
@@ -621,9 +692,12 @@ class Worker(Poller):
         reply.sections.extend(outcome.sections)
         handle = prep.actor.handle
         if rules.has_turns and handle:
-            held = s.scalar(select(Order).where(Order.game_id == game.id, Order.handle == handle, Order.turn == game.turn))
-            if held is not None or handle in outcome.orders:
-                reply.orders = list(outcome.orders.get(handle, held.lines if held else []))
+            # the orders held: those this mail gave, else those read from the table
+            held = outcome.orders.get(handle)
+            if held is None:
+                held = s.connection().execute(_HELD_ORDERS, {"game": game.id, "handle": handle, "turn": game.turn}).scalar()
+            if held is not None:
+                reply.orders = list(held)
                 reply.order_title = f"The orders the server now holds for you for {rules.turn_name} {game.turn}"
         # a mail makes at most PBM_MAX_NOTICES_PER_MAIL mails for others (the GM's: no limit)
         budget = None if prep.actor.is_gm else NoticeBudget(self.settings.max_notices_per_mail)
@@ -637,7 +711,7 @@ class Worker(Poller):
             facts.head = f"{game.name} {rules.turn_name} {game.turn}"
         return game.name, self._thread(game, rules, prep.commands, outcome.sections, facts)
 
-    def _press(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, now: datetime,
+    def _press(self, s: Session, row: InboxRow, prep: Prepared, reply: Reply, now: datetime,
                facts: SubjectFacts) -> str | None:
         """The mail's press blocks relayed to its game's players (press.py)."""
         if prep.press_game is None:
@@ -666,7 +740,7 @@ class Worker(Poller):
                 return thread_root(self.settings.domain, game.name, game.id, key)
         return thread_root(self.settings.domain, game.name, game.id)
 
-    def _send_reply(self, s: Session, row: InboundMail, prep: Prepared, reply: Reply, reply_from: str, now: datetime,
+    def _send_reply(self, s: Session, row: InboxRow, prep: Prepared, reply: Reply, reply_from: str, now: datetime,
                     facts: SubjectFacts, thread: str | None) -> None:
         mail = prep.mail
         since = now - timedelta(hours=1)
@@ -711,7 +785,7 @@ class Worker(Poller):
             secrets=prep.secrets,
             thread=thread,
         )
-        enqueue(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply" if proven else UNPROVEN_REPLY,
+        enqueue_one(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply" if proven else UNPROVEN_REPLY,
                 now=now, inbound_id=row.id, game_id=row.game_id)
 
     def _tell_gm_quiet(self, s: Session, now: datetime, budget: int) -> None:

@@ -30,10 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from pbm_server.db import Database
-from pbm_server.models import Account, AuthThrottle
+from pbm_server.models import Account, AuthThrottle, table
 from pbm_server.passwords import verify_password
 from pbm_server.settings import Settings
 
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 LOCK_THROTTLE = 7304
 
 OK, WRONG, THROTTLED, UNCHECKED = "ok", "wrong", "throttled", "unchecked"
+
+_T = table(AuthThrottle)
+#: the counts of some keys (one plain statement, made once)
+_COUNTS = select(_T.c.key, _T.c.failures, _T.c.blocked_until).where(_T.c.key.in_(bindparam("keys", expanding=True)))
 
 
 def account_key(handle: str) -> str:
@@ -118,10 +123,10 @@ class CredentialGate:
     # -- the table ---------------------------------------------------------------
     def _blocked_until(self, keys: list[str]) -> datetime | None:
         if self.session is not None:
-            rows = [self.session.get(AuthThrottle, k) for k in keys]
+            rows = self.session.connection().execute(_COUNTS, {"keys": keys}).all()
         else:
             with self.db.read() as s:
-                rows = [s.get(AuthThrottle, k) for k in keys]
+                rows = s.connection().execute(_COUNTS, {"keys": keys}).all()
         # failures counted so far, per key (a success resets only these)
         self._failures_seen = {r.key: r.failures for r in rows if r is not None}
         untils = [r.blocked_until for r in rows if r is not None and r.blocked_until and r.blocked_until > self.now]
