@@ -191,14 +191,20 @@ class Outbound(Poller):
     #: a relay session idle this long is closed (a relay drops idle clients:
     #: Postfix's smtpd after 300 s, and its own cache keeps them 2 s)
     KEEP_SECONDS = 2.0
+    #: how long a kept session may take to answer NOOP before a new one is opened
+    NOOP_SECONDS = 5.0
 
     def _relay_session(self, host: str, port: int) -> smtplib.SMTP:
         if self._smtp is not None and time.monotonic() - self._smtp_used > 0.5:
             # kept from an earlier pass: still there?  (a NOOP costs one round
             # trip; a dead session costs the row a retry period)
             try:
+                if self._smtp.sock is not None:
+                    self._smtp.sock.settimeout(self.NOOP_SECONDS)  # a relay that went silent
                 if self._smtp.noop()[0] != 250:
                     raise smtplib.SMTPServerDisconnected("NOOP refused")
+                if self._smtp.sock is not None:
+                    self._smtp.sock.settimeout(self._smtp.timeout)
             except (OSError, smtplib.SMTPException):
                 self._smtp.close()
                 self._smtp = None

@@ -78,3 +78,19 @@ def test_relay_refuses_then_vanishes_then_drops_then_returns(pbm):
     assert len(ids) == len(set(ids)) == 15, "a mail was delivered twice or lost"
     assert sorted(m["In-Reply-To"] for _, m in got) == sorted(sent)
     assert outbox(pbm, "sent") == 15 and outbox(pbm, "failed") == 0
+
+
+def test_a_relay_restarted_between_mails_costs_no_retry(pbm):
+    """Delivery keeps its relay session between passes; when the relay has
+    gone away since (restarted, or dropped an idle client), the next reply
+    goes out on a new session at once -- the first attempt, not a retry."""
+    first = pbm.mail("ann@example.org", "pbm", "help")
+    assert first["In-Reply-To"]
+    port = pbm.sink.port
+    pbm.sink.stop()
+    pbm.sink = Sink(port)
+    pbm.sink.start()
+    time.sleep(1.0)  # a kept session idle this long is checked before use
+    second = pbm.mail("bob@example.org", "pbm", "help", timeout=20)
+    assert "help" in pbm.text(second).lower()
+    assert pbm.sql("SELECT status, attempts FROM outbox ORDER BY id") == [("sent", 1), ("sent", 1)]
