@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.servers import PbmServe, RelaySink, fresh_database, peak_rss_mb  # noqa: E402
+from benchmarks.servers import PbmServe, RelaySink, cpu_seconds, fresh_database, peak_rss_mb  # noqa: E402
 from benchmarks.smtpload import LoadSpec, run_load_process  # noqa: E402
 
 
@@ -74,7 +74,10 @@ def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concu
                                          tag="warm", mails=mails))
         _replies(sink, {s.message_id for s in warm.accepted}, 120)
 
-        # 1. capacity
+        # 1. capacity (and the CPU each process spent on it)
+        pids = {"listener": [serve.proc.pid], "back_ends": [p for p in serve.pids() if p != serve.proc.pid],
+                "relay_sink": [sink.proc.pid]}
+        cpu0 = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
         res = run_load_process(LoadSpec("127.0.0.1", serve.port, burst, concurrency=concurrency, start=100_000, tag="burst",
                                         mails=mails))
         acc = {s.message_id: s for s in res.accepted}
@@ -82,6 +85,9 @@ def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concu
         first = min(s.t_start for s in res.sent)
         span = max(got.values()) - first
         capacity = len(got) / span
+        cpu_ms = {k: round((sum(cpu_seconds(p) for p in v) - cpu0[k]) / max(len(got), 1) * 1000, 2)
+                  for k, v in pids.items()}
+        cpu_ms["load_client"] = round(res.cpu / max(len(got), 1) * 1000, 2)
 
         # 2. steady load below saturation
         rate = capacity * load_share
@@ -98,6 +104,8 @@ def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concu
             "back_end_processes": len(serve.pids()) - 1,
             "burst_mails": burst,
             "client_cpu_share_burst": round(res.cpu / res.elapsed, 2) if res.elapsed else None,
+            # CPU per mail of the burst, by process (a 2-core machine has 2,000 ms a second)
+            "cpu_ms_per_mail_burst": cpu_ms,
             "burst_replied": len(got),
             "commands_per_second": round(capacity, 1),
             "steady_rate_per_second": round(rate, 1),

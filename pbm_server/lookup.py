@@ -3,6 +3,7 @@ audit log every operation writes to."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, select
@@ -53,6 +54,27 @@ def lookalike_refusal(session: Session, handle: str) -> str | None:
     if other is None:
         return None
     return f"{handle!r} looks like the existing handle {other.handle!r}; choose another"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What the worker reads of the sender's account before it writes: who
+    they are and the hash their password is checked against (a plain row, no
+    ORM object)."""
+
+    id: int
+    handle: str
+    email: str
+    password_hash: str
+
+
+_A = table(Account)
+_BY_EMAIL = select(_A.c.id, _A.c.handle, _A.c.email, _A.c.password_hash).where(_A.c.email == bindparam("email"))
+
+
+def credentials_by_email(session: Session, email: str) -> Credentials | None:
+    found = session.connection().execute(_BY_EMAIL, {"email": email.lower()}).first()
+    return None if found is None else Credentials(*found)
 
 
 def account_by_email(session: Session, email: str) -> Account | None:

@@ -36,7 +36,7 @@ from pbm_server.compose import Composer, Reply, redact, thread_root
 from pbm_server.creation import create_game
 from pbm_server.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.headers import clean_msgid, clean_msgids, clean_text
-from pbm_server.lookup import account_by_email, account_by_handle, audit, find_game, game_name_kind
+from pbm_server.lookup import Credentials, account_by_handle, audit, credentials_by_email, find_game, game_name_kind
 from pbm_server.mailtext import (
     IncomingMail,
     abuse_report,
@@ -423,7 +423,7 @@ class Worker(Poller):
             prep.notes.append("Your mail had no plain-text part; the server read its HTML part as text.")
 
         gate = CredentialGate(self.db, self.settings, mail.from_addr, clock.now(), on_lockout=self.tell_owner, session=s)
-        account = account_by_email(s, mail.from_addr)
+        account = credentials_by_email(s, mail.from_addr)
         handle = account.handle if account else None
         # the slow hashing, outside any write transaction: one password per account
         # per mail, the first; an unregistered sender's is not checked at all
@@ -818,7 +818,7 @@ class Worker(Poller):
             return False
         return True
 
-    def tell_owner(self, s: Session, account: Account, until: datetime) -> None:
+    def tell_owner(self, s: Session, account: Account | Credentials, until: datetime) -> None:
         """An account's owner, once per lockout: someone keeps guessing."""
         what = (f"Someone has sent many wrong passwords for your account {account.handle}. Until {until:%Y-%m-%d %H:%M} UTC "
                 "no password for it is checked, so mails that need it are refused. If this was not you, nothing is lost; "

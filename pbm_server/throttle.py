@@ -34,6 +34,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from pbm_server.db import Database
+from pbm_server.lookup import Credentials
 from pbm_server.models import Account, AuthThrottle, table
 from pbm_server.passwords import verify_password
 from pbm_server.settings import Settings
@@ -80,7 +81,7 @@ class CredentialGate:
     session: Session | None = field(default=None, repr=False)
 
     # -- the one entry point ---------------------------------------------------
-    def check(self, account: Account | None, password: str, handle: str | None = None) -> str:
+    def check(self, account: Account | Credentials | None, password: str, handle: str | None = None) -> str:
         """OK, WRONG, THROTTLED or UNCHECKED (another password was already
         checked for this account in this mail).  ``handle`` names the account
         when ``account`` is None: an unknown handle is checked against a dummy
@@ -132,7 +133,7 @@ class CredentialGate:
         untils = [r.blocked_until for r in rows if r is not None and r.blocked_until and r.blocked_until > self.now]
         return max(untils) if untils else None
 
-    def _record(self, key: str, account: Account | None, ok: bool) -> None:
+    def _record(self, key: str, account: Account | Credentials | None, ok: bool) -> None:
         st = self.settings
         window = timedelta(seconds=st.auth_window_seconds)
         if ok and not self._failures_seen.get(key):
