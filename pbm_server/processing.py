@@ -197,6 +197,9 @@ class Worker(Poller):
         self.routes = RouteLocks(db)  # the route (game) of the mail in hand
         self.on_processed: Callable[[], None] | None = None  # after each commit
         self._routes_of: dict[int, str] = {}  # inbox id -> route key (waiting)
+        #: the inbox id of the mail this worker is handling (set by process
+        #: and prepare: with a route held, prepare may take an older mail)
+        self.in_hand: int | None = None
 
     # -- loop ----------------------------------------------------------------
     #: how many of the oldest waiting mails a worker looks at to find one whose
@@ -296,8 +299,10 @@ class Worker(Poller):
     def process(self, inbox_id: int, held: str | None = None) -> None:
         """One mail, start to end.  ``held``: the route key this worker holds
         (never asked for again inside: that would wait for itself)."""
+        self.in_hand = inbox_id
         try:
             prep = self.prepare(inbox_id, held)
+            inbox_id = self.in_hand  # the route's oldest, which prepare may have found instead
             if prep is None:
                 return
             keys, world = self.locks_for(prep, held)
@@ -309,6 +314,7 @@ class Worker(Poller):
                 self.finish(s, row)
             self.states.keep()
         except Exception as exc:
+            inbox_id = self.in_hand  # a shunt sets aside the mail that failed
             self.states.drop()
             if is_transient(exc):
                 # the database, not the mail: leave it new and try again later
@@ -357,7 +363,7 @@ class Worker(Poller):
                 first = self.first_of_route(s, inbox_id, held)
                 if first is None:
                     return None
-                inbox_id = first
+                inbox_id = self.in_hand = first
             return self._prepare(s, inbox_id)
 
     def first_of_route(self, s: Session, candidate: int, key: str) -> int | None:

@@ -20,9 +20,9 @@ from pbm_server.processing import Worker
 from pbm_server.settings import load_settings
 
 
-def _mail(to: str, body: str) -> tuple[str, list[str], bytes]:
+def _mail(to: str, body: str, subject: str = "orders") -> tuple[str, list[str], bytes]:
     m = EmailMessage()
-    m["From"], m["To"], m["Subject"], m["Message-ID"] = "ann@example.org", to, "orders", make_msgid()
+    m["From"], m["To"], m["Subject"], m["Message-ID"] = "ann@example.org", to, subject, make_msgid()
     m.set_content(body)
     return "ann@example.org", [to], bytes(m)
 
@@ -56,6 +56,27 @@ def test_the_oldest_waiting_mail_of_the_route_is_prepared(pbm_stopped):
         # without a held route (a tool's `process`) the mail named is the one read
         prep = worker.prepare(other)
         assert prep is not None and prep.inbox_id == other
+    finally:
+        worker.close()
+        db.dispose()
+
+
+def test_a_failing_older_mail_is_the_one_set_aside(pbm_stopped):
+    """The worker picked the later mail but handled the route's older one:
+    when that one fails, it is the one shunted, and the picked one stays
+    waiting for its turn."""
+    db = Database(pbm_stopped.db_url)
+    db.upgrade()
+    settings = load_settings({"PBM_DATABASE_URL": pbm_stopped.db_url, "PBM_DOMAIN": pbm_stopped.domain,
+                              "PBM_FAILPOINT": "boom"})
+    to = f"g1@{pbm_stopped.domain}"
+    first, later = store_messages(db, [_mail(to, "JOIN", subject="boom"), _mail(to, "GIVE 1 TO bob")])
+    worker = Worker(db, settings, Composer(settings))
+    try:
+        worker.process(later, held=game_key("g1"))
+        with db.engine.connect() as c:
+            status = dict(c.execute(text("SELECT id, status FROM inbox")).all())
+        assert status == {first: "shunted", later: "new"}
     finally:
         worker.close()
         db.dispose()
