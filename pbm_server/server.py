@@ -80,8 +80,13 @@ AUTO_BACKENDS_MAX = 4
 
 
 def backend_count(settings: Settings) -> int:
+    """PBM_BACKENDS, or by default: one on SQLite, where writes go one at a
+    time and a second back end gained nothing dependable (docs/scaling.md);
+    one per core, at most 4, on PostgreSQL."""
     if settings.backends:
         return settings.backends
+    if settings.database_url.startswith("sqlite"):
+        return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
