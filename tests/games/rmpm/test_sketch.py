@@ -132,21 +132,23 @@ def test_money_moved_among_all_players_on_a_sketch():
             assert s is not None and s.capital == r.capital, (trial, h)
 
 
+def mail(t: Table, state: dict[str, Any], handle: str, lines: list[str], memo: dict[str, Any]):
+    """One order mail of ``handle`` through the rules, with the worker's memo."""
+    commands, emails = t.commands(handle, lines)
+    ctx = t.ctx(handle, emails=emails)
+    ctx.memo = memo
+    return RULES.apply(state, commands, ctx)
+
+
 def test_order_mails_change_one_entry_and_share_the_rest():
     t = Table()
     state = crowded(random.Random(5), 20)
     memo: dict[str, Any] = {}
 
-    def mail(state: dict[str, Any], handle: str, lines: list[str], memo: dict[str, Any]):
-        commands, emails = t.commands(handle, lines)
-        ctx = t.ctx(handle, emails=emails)
-        ctx.memo = memo
-        return RULES.apply(state, commands, ctx)
-
     handle, other = [h for h, p in state["players"].items() if p["chips"]][:2]
     a, b = state["players"][handle]["chips"]
     lines = [f"{a} -> {fmt((int(a[:2]) + 1, int(a[3:])))}", f"{b} -> {fmt((int(b[:2]) + 1, int(b[3:])))}"]
-    out = mail(state, handle, lines, memo)
+    out = mail(t, state, handle, lines, memo)
     assert all(r.ok for r in out.results), [r.message for r in out.results]
     assert out.changed_entries == {"orders": [handle]}
     assert out.state["orders"] == {handle: lines}
@@ -154,10 +156,10 @@ def test_order_mails_change_one_entry_and_share_the_rest():
     assert all(out.state[k] is state[k] for k in state if k != "orders")
     index = memo[Index.MEMO]
     # the next mail finds the index again; a CANCEL of nothing writes nothing
-    again = mail(out.state, other, ["CANCEL"], memo)
+    again = mail(t, out.state, other, ["CANCEL"], memo)
     assert memo[Index.MEMO] is index
     assert again.results[0].ok and again.changed_entries == {}
-    gone = mail(out.state, handle, ["CANCEL"], memo)
+    gone = mail(t, out.state, handle, ["CANCEL"], memo)
     assert gone.changed_entries == {"orders": [handle]} and gone.state["orders"] == {}
 
 
@@ -167,19 +169,13 @@ def test_a_stale_index_is_not_used_after_the_week_ran():
     state = crowded(random.Random(8), 25)
     memo: dict[str, Any] = {}
 
-    def mail(state: dict[str, Any], handle: str, lines: list[str], memo: dict[str, Any]):
-        commands, emails = t.commands(handle, lines)
-        ctx = t.ctx(handle, emails=emails)
-        ctx.memo = memo
-        return RULES.apply(state, commands, ctx)
-
     placed = [h for h, p in state["players"].items() if p["chips"]]
     for h in placed[:5]:
-        state = mail(state, h, some_orders(random.Random(h), state["players"][h]["chips"]), memo).state
+        state = mail(t, state, h, some_orders(random.Random(h), state["players"][h]["chips"]), memo).state
     week = RULES.run_turn(state, Context(now=t.now, rng=random.Random(1), game_name="world")).state
     for h in [p for p in week["players"] if week["players"][p]["chips"]][:5]:
         lines = some_orders(random.Random(h + "2"), week["players"][h]["chips"])
-        a, b = mail(week, h, lines, memo), mail(week, h, lines, {})
+        a, b = mail(t, week, h, lines, memo), mail(t, week, h, lines, {})
         assert [r.message for r in a.results] == [r.message for r in b.results]
         assert [s.text for s in a.sections] == [s.text for s in b.sections]
         assert a.state == b.state
