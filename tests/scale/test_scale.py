@@ -88,6 +88,15 @@ def turn_run(pbm: PbmServer, name: str, reports: int, subject: str, timeout: flo
     return found
 
 
+def observer(pbm, game: str) -> str:
+    """An account that observes ``game`` (as a mail asks for it); its address."""
+    watcher = "watcher@example.org"
+    pbm.secrets.add("watcher-secret-1")
+    pbm.cli("account", "add", "watcher", watcher, "--password", "watcher-secret-1")
+    assert f"you now observe {game}" in pbm.flat(pbm.mail(watcher, "pbm", f"observe {game}\n$$watcher-secret-1$$"))
+    return watcher
+
+
 def test_giveaway_round_of_10000_players(pbm_stopped):
     pbm = pbm_stopped
     n = 10_000
@@ -169,10 +178,7 @@ def test_rmpm_week_of_1000_players(pbm_stopped):
         assert "accepted" in pbm.text(pbm.replies_to(i)[0])
 
     # an observer of the large game gets the public whole, not a player's part
-    watcher = "watcher@example.org"
-    pbm.secrets.add("watcher-secret-1")
-    pbm.cli("account", "add", "watcher", watcher, "--password", "watcher-secret-1")
-    assert "you now observe rich" in pbm.flat(pbm.mail(watcher, "pbm", "observe rich\n$$watcher-secret-1$$"))
+    watcher = observer(pbm, "rich")
 
     reports = turn_run(pbm, "rich", n + 1, "report of week")
     observed = reports.pop(watcher)
@@ -227,10 +233,7 @@ def test_sequence_deadline_of_250_players_after_2500_plays(pbm_stopped):
     assert len(seen["plays"]) == 2_500
 
     # an observer gets the public whole; each player their own part
-    watcher = "watcher@example.org"
-    pbm.secrets.add("watcher-secret-1")
-    pbm.cli("account", "add", "watcher", watcher, "--password", "watcher-secret-1")
-    assert "you now observe four" in pbm.flat(pbm.mail(watcher, "pbm", "observe four\n$$watcher-secret-1$$"))
+    watcher = observer(pbm, "four")
     reports = turn_run(pbm, "four", n + 1, "four: final report")
     observed = reports.pop(watcher)
     last = seen["plays"]["2500"].split()
