@@ -3,10 +3,15 @@ import pytest
 from tests.harness import PbmServer
 
 
+def in_own_process(request) -> bool:
+    """Tests marked ``process`` get `pbm serve` and the CLI as subprocesses."""
+    return request.node.get_closest_marker("process") is not None
+
+
 @pytest.fixture
-def pbm(tmp_path):
+def pbm(tmp_path, request):
     """A running `pbm serve` with a real relay sink; see tests/harness.py."""
-    server = PbmServer(tmp_path)
+    server = PbmServer(tmp_path, process=in_own_process(request))
     try:
         server.start()
         yield server
@@ -18,9 +23,9 @@ def pbm(tmp_path):
 
 
 @pytest.fixture
-def pbm_stopped(tmp_path):
+def pbm_stopped(tmp_path, request):
     """The same, not started: the test starts and stops it itself."""
-    server = PbmServer(tmp_path)
+    server = PbmServer(tmp_path, process=in_own_process(request))
     try:
         yield server
         server.stop()

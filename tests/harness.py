@@ -1,13 +1,28 @@
-"""Real parts for tests: a `pbm serve` subprocess on a temporary database, and an
-aiosmtpd sink standing in for the outbound relay.  Nothing here is a mock: mail
-goes over loopback sockets, the database is a real SQLite file (or a fresh
+"""Real parts for tests: `pbm serve` on a temporary database, and an aiosmtpd
+sink standing in for the outbound relay.  Nothing here is a mock: mail goes
+over loopback sockets, the database is a real SQLite file (or a fresh
 PostgreSQL database when PBM_TEST_DATABASE_URL is set), and the schema comes
-from the real Alembic migrations."""
+from the real Alembic migrations.
+
+By default the server runs inside the test process: the real ``Server`` with
+its listener, worker, outbound delivery and scheduler as threads (the layout
+``PBM_SERVE_PROCESSES=1`` gives), and ``cli`` runs the real click commands
+through click's ``CliRunner``.  That spares each test two interpreter starts
+and each CLI call one.  ``PbmServer(..., process=True)`` (the ``pbm_process``
+fixture) runs `pbm serve` and the CLI as subprocesses, for what only they can
+show: signals, kills, the supervisor, several processes, exit codes and the
+interpreter's own start.
+
+The schema is migrated once per test session; each test gets a copy (a file
+copy on SQLite, ``CREATE DATABASE ... TEMPLATE`` on PostgreSQL)."""
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import re
+import shutil
 import signal
 import smtplib
 import socket
@@ -15,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import uuid
 from datetime import datetime, timezone
 from email import policy
@@ -27,6 +43,80 @@ from aiosmtpd.controller import Controller
 from sqlalchemy import create_engine, text
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: the migrated template of this test session: a SQLite file, or a PostgreSQL database name
+_template: dict[str, str] = {}
+_template_lock = threading.Lock()
+#: the CLI in-process changes the working directory and os.environ: one call at a time
+_cli_lock = threading.RLock()
+
+
+def _pg(url: str) -> str:
+    return url.replace("postgresql://", "postgresql+psycopg://")
+
+
+def _sqlite_template() -> str:
+    """A SQLite file migrated once per test session."""
+    with _template_lock:
+        if "sqlite" not in _template:
+            import tempfile
+
+            from pbm_server.db import Database
+
+            folder = tempfile.mkdtemp(prefix="pbm-template-")
+            path = os.path.join(folder, "template.db")
+            db = Database(f"sqlite:///{path}")
+            db.upgrade()
+            db.dispose()
+            _template["sqlite"] = path
+        return _template["sqlite"]
+
+
+def _pg_template(base: str) -> str:
+    """A PostgreSQL database migrated once per test session, to copy with TEMPLATE."""
+    with _template_lock:
+        if "postgresql" not in _template:
+            from pbm_server.db import Database
+
+            name = f"pbm_template_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+            admin = create_engine(_pg(base), isolation_level="AUTOCOMMIT")
+            with admin.connect() as c:
+                c.execute(text(f'CREATE DATABASE "{name}"'))
+            db = Database(base.rsplit("/", 1)[0] + "/" + name)
+            db.upgrade()
+            db.dispose()
+
+            def drop() -> None:
+                with admin.connect() as c:
+                    c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                admin.dispose()
+
+            import atexit
+
+            atexit.register(drop)
+            _template["postgresql"] = name
+        return _template["postgresql"]
+
+
+class _LogFile(logging.Handler):
+    """serve.log of an in-process server: what its threads log, as the
+    subprocess writes it."""
+
+    def __init__(self, path: Path):
+        super().__init__(logging.INFO)
+        self.stream = open(path, "a", encoding="utf-8")
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.stream.write(self.format(record) + "\n")
+            self.stream.flush()
+        except Exception:
+            self.handleError(record)
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
 
 
 def wait_until(cond, timeout: float = 30.0, what: str = "the condition") -> None:
@@ -96,8 +186,15 @@ class Sink:
 
 
 class PbmServer:
-    def __init__(self, tmp: Path, domain: str = "pbm.test", gm_address: str = "gm@example.org", extra_env: dict | None = None):
+    def __init__(self, tmp: Path, domain: str = "pbm.test", gm_address: str = "gm@example.org", extra_env: dict | None = None,
+                 process: bool = False, fresh: bool = False):
         self.tmp = tmp
+        #: `pbm serve` and the CLI as subprocesses (else in this process)
+        self.process = process
+        #: an empty database (else a copy of the session's migrated template)
+        self.fresh = fresh
+        self.server = None
+        self._log_handler: _LogFile | None = None
         self.domain = domain
         self.gm_address = gm_address
         self.sink = Sink()
@@ -128,17 +225,21 @@ class PbmServer:
         self.proc: subprocess.Popen | None = None
         #: every password a test used; no mail the server sends may contain one
         self.secrets: set[str] = set()
-        self._engine = create_engine(self.db_url.replace("postgresql://", "postgresql+psycopg://"))
+        self._engine = create_engine(_pg(self.db_url))
 
     # -- database -------------------------------------------------------------
     def _database(self) -> tuple[str, callable]:
         base = os.environ.get("PBM_TEST_DATABASE_URL")
         if not base:
-            return f"sqlite:///{self.tmp / 'pbm.db'}", lambda: None
+            path = self.tmp / "pbm.db"
+            if not self.fresh:
+                shutil.copyfile(_sqlite_template(), path)
+            return f"sqlite:///{path}", lambda: None
         name = "pbm_" + uuid.uuid4().hex[:12]
-        admin = create_engine(base.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+        template = "" if self.fresh else f' TEMPLATE "{_pg_template(base)}"'
+        admin = create_engine(_pg(base), isolation_level="AUTOCOMMIT")
         with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
+            c.execute(text(f'CREATE DATABASE "{name}"{template}'))
         url = base.rsplit("/", 1)[0] + "/" + name
 
         def drop():
@@ -184,6 +285,8 @@ class PbmServer:
 
     # -- process ----------------------------------------------------------------
     def start(self, *without: str):
+        if not self.process:
+            return self._start_here(without)
         args = [sys.executable, "-m", "pbm_server.cli", "serve"]
         for part in without:
             args += ["--without", part]
@@ -203,7 +306,51 @@ class PbmServer:
                 time.sleep(0.05)
         raise RuntimeError("pbm serve did not start listening:\n" + (self.tmp / "serve.log").read_text())
 
+    def _start_here(self, without: tuple[str, ...]):
+        """The real Server in this process, its parts as threads."""
+        from pbm_server import clock
+        from pbm_server.server import PARTS, Server
+        from pbm_server.settings import load_settings
+
+        settings = load_settings(self.env)
+        clock.use_file(settings.clock_file)
+        self._log_handler = _LogFile(self.tmp / "serve.log")
+        logging.getLogger("pbm_server").addHandler(self._log_handler)
+        logging.getLogger("pbm_server").setLevel(logging.INFO)
+        server = Server(settings, tuple(p for p in PARTS if p not in without), processes=1)
+        try:
+            server.start()
+        except BaseException:
+            server.stop()
+            self._drop_log()
+            raise
+        self.server = server
+        return self
+
+    def _drop_log(self) -> None:
+        if self._log_handler is not None:
+            logging.getLogger("pbm_server").removeHandler(self._log_handler)
+            self._log_handler.close()
+            self._log_handler = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the server runs (in either mode)."""
+        if self.server is not None:
+            return True
+        return self.proc is not None and self.proc.poll() is None
+
     def stop(self, kill: bool = False):
+        if self.server is not None:
+            if kill:
+                raise AssertionError("a kill needs the server in its own process: use the pbm_process fixture")
+            server, self.server = self.server, None
+            server.stop()
+            self._drop_log()
+            from pbm_server import clock
+
+            clock.use_file(None)
+            return
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
             try:
@@ -245,8 +392,42 @@ class PbmServer:
     def cli(self, *args: str, input: str | bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
         if isinstance(input, str):
             input = input.encode()
+        if not self.process:
+            return self._cli_here(args, input, check)
         proc = subprocess.run([sys.executable, "-m", "pbm_server.cli", *args], env=self.env, cwd=self.tmp, input=input, capture_output=True)
         proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+        if check and proc.returncode != 0:
+            raise AssertionError(f"pbm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def _cli_here(self, args: tuple[str, ...], input: bytes | None, check: bool) -> subprocess.CompletedProcess:
+        """The real click commands in this process (click's CliRunner), with
+        this server's environment and working directory.  An exception that
+        escapes a command is shown on stderr as a traceback with code 1, as
+        the interpreter would."""
+        from click.testing import CliRunner
+
+        from pbm_server import clock
+        from pbm_server.cli import main
+
+        env: dict[str, str | None] = {k: None for k in os.environ if k not in self.env}
+        env.update(self.env)
+        with _cli_lock:
+            here = os.getcwd()
+            os.chdir(self.tmp)
+            try:
+                result = CliRunner().invoke(main, list(args), input=input, env=env, catch_exceptions=True)
+            finally:
+                os.chdir(here)
+                # the CLI set the clock of this process from its settings; a running server keeps its own
+                clock.use_file(self.server.settings.clock_file if self.server is not None else None)
+        stdout, stderr, code = result.stdout, result.stderr, result.exit_code
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            buf = io.StringIO()
+            traceback.print_exception(result.exception, file=buf)
+            stderr += buf.getvalue()
+            code = 1
+        proc = subprocess.CompletedProcess(["pbm", *args], code, stdout, stderr)
         if check and proc.returncode != 0:
             raise AssertionError(f"pbm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc

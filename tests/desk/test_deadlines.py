@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from tests.desk.conftest import PLAYERS, T0
 
 
@@ -221,6 +223,7 @@ def test_a_turn_that_fails_leaves_nothing_behind_and_tells_the_gm(table_stopped)
     assert pbm.sql("SELECT count(*) FROM audit_log WHERE action = 'turn failed'")[0][0] == 1
 
 
+@pytest.mark.process  # SIGKILL
 def test_orders_received_before_the_deadline_count_even_if_processed_after(table_stopped):
     t = table_stopped.setup()
     pbm = t.pbm

@@ -108,6 +108,7 @@ def test_idle_sessions_are_closed(pbm_stopped):
     assert len(pbm.replies_to(mid)) == 1
 
 
+@pytest.mark.process  # the limit of the server's own process, read from /proc
 def test_open_file_limit_is_raised_to_the_hard_limit(pbm_stopped):
     # start the server with a low soft limit (inherited from this process)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

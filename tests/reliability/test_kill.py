@@ -24,6 +24,9 @@ import pytest
 
 from benchmarks.smtpload import LoadProcess, LoadSpec
 
+# `pbm serve` in its own processes: what this module shows is about processes
+pytestmark = pytest.mark.process
+
 
 def run_kill_loop(pbm, kills: int, count: int, rate: float, seed: int) -> dict:
     rng = random.Random(seed)

@@ -9,7 +9,12 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.harness import wait_until
+
+# `pbm serve` in its own processes: what this module shows is about processes
+pytestmark = pytest.mark.process
 
 
 def children(pid: int) -> list[int]:

@@ -10,6 +10,11 @@ import collections
 import time
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+# `pbm serve` in its own processes: what this module shows is about processes
+pytestmark = pytest.mark.process
+
 PW = {"alice": "alice-pass-1", "bob": "bob-pass-22", "carol": "carol-pass-3"}  # a round needs 3
 
 

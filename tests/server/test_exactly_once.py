@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 
 def test_the_same_mail_delivered_twice_is_handled_once(pbm):
     msg = pbm.build("twice@example.org", "pbm", "register twice twice-pass1")
@@ -15,6 +17,7 @@ def test_the_same_mail_delivered_twice_is_handled_once(pbm):
     assert pbm.sql("SELECT count(*) FROM confirmations")[0][0] == 1
 
 
+@pytest.mark.process  # SIGKILL
 def test_mail_stored_by_a_killed_server_is_processed_once_after_restart(pbm_stopped):
     pbm = pbm_stopped
     pbm.start("worker")  # listener only: the mail is stored and 250 given, nothing processed

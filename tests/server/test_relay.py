@@ -109,7 +109,8 @@ def start_pbm(tmp: Path, relay: SubmissionRelay, **env: str) -> PbmServer:
         "SSL_CERT_FILE": str(relay.ca_file),  # the private CA of this relay
     }
     settings.update(env)
-    server = PbmServer(tmp, extra_env={k: v for k, v in settings.items() if v is not None})
+    # SSL_CERT_FILE is read by OpenSSL in the server's own process
+    server = PbmServer(tmp, extra_env={k: v for k, v in settings.items() if v is not None}, process=True)
     server.start()
     return server
 
