@@ -2,7 +2,8 @@
 
 Parametrized over every kind in ``games.KINDS`` (a game whose package fails
 to import fails here; nothing is skipped) plus the test-only toy game.  Each
-game's fixture scenario is in tests/contract/games.py.
+game's fixture scenario is ``SCENARIO`` in its own ``scenario.py``
+(games/scenario.py says what it is).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from hypothesis import strategies as st
 
 import games
 from games.base import ALL_PLAYERS, Command, GameError, Outcome, Rules, Section
-from tests.contract.games import CONTRACT_KINDS, SCENARIOS, TEST_ONLY, Probe, play, rules_of
+from games.scenario import Probe
+from tests.contract.games import CONTRACT_KINDS, TEST_ONLY, MissingScenario, play, rules_of, scenario_of
 from tests.games.driver import Table, check_commands, lines, password, render_all, section_texts
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES_DIR = Path(games.__file__).resolve().parent
-SHAPE = ("__init__.py", "rules.py", "parse.py", "state.py", "view.py", "help.py")
+SHAPE = ("__init__.py", "rules.py", "parse.py", "state.py", "view.py", "help.py", "scenario.py")
 
 
 @functools.cache
@@ -45,8 +47,20 @@ def fill(text: str) -> str:
 
 # -- the registry -------------------------------------------------------------------------------
 def test_every_registered_game_has_a_scenario() -> None:
-    assert set(games.KINDS) <= set(SCENARIOS)
+    missing = []
+    for kind in games.KINDS:
+        try:
+            scenario_of(kind)
+        except MissingScenario as exc:
+            missing.append(str(exc))
+    assert not missing, "\n".join(missing)
     assert not set(TEST_ONLY) & set(games.KINDS), "a test-only game leaked into the server's list"
+
+
+def test_a_game_without_a_scenario_is_told_which_file_to_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(games.KINDS, "bare", "tests.contract")  # a package with no scenario.py
+    with pytest.raises(MissingScenario, match="bare has no scenario: write tests/contract/scenario.py with SCENARIO"):
+        scenario_of("bare")
 
 
 @pytest.mark.parametrize("kind", list(games.KINDS))
@@ -63,7 +77,7 @@ def test_package_has_the_common_shape(kind: str) -> None:
 @pytest.mark.parametrize("kind", CONTRACT_KINDS)
 def test_scenario_plays(kind: str) -> None:
     table, probe = played(kind)
-    assert table.outcomes and probe.samples and probe.refusals
+    assert table.outcomes and scenario_of(kind).samples and probe.refusals
     rules = table.rules
     for state in table.history:
         assert isinstance(rules.players(state), list)
@@ -114,9 +128,8 @@ def mutated(rng: random.Random, text: str) -> str:
 @FUZZ
 @given(data=st.data())
 def test_parse_never_raises_on_mutated_commands(kind: str, data: st.DataObject) -> None:
-    _, probe = played(kind)
     rng = data.draw(st.randoms(use_true_random=False))
-    picks = data.draw(st.lists(st.sampled_from(probe.samples), min_size=1, max_size=5))
+    picks = data.draw(st.lists(st.sampled_from(scenario_of(kind).samples), min_size=1, max_size=5))
     check_parsed(kind, [mutated(rng, fill(p)) for p in picks])
 
 
@@ -126,7 +139,8 @@ def test_refused_commands_leave_the_state_unchanged(kind: str) -> None:
     table, probe = played(kind)
     state = probe.at
     for refusal in probe.refusals:
-        out = apply_at(table, state, refusal.sender, refusal.lines, **refusal.options)
+        out = apply_at(table, state, refusal.sender, list(refusal.lines), authenticated=refusal.authenticated,
+                       gm=refusal.gm)
         accepted = [(r.text, r.message) for r in out.results if r.ok]
         assert not accepted, f"{kind}: {refusal} was accepted: {accepted}"
         assert all(r.message.strip() for r in out.results)
@@ -138,12 +152,12 @@ def test_refused_commands_leave_the_state_unchanged(kind: str) -> None:
 @FUZZ
 @given(data=st.data())
 def test_refused_fuzzed_mail_leaves_the_state_unchanged(kind: str, data: st.DataObject) -> None:
-    table, probe = played(kind)
+    table, _ = played(kind)
     state = data.draw(st.sampled_from(table.history))
     senders = [*table.rules.players(state), "zed", None]
     sender = data.draw(st.sampled_from(senders))
     rng = data.draw(st.randoms(use_true_random=False))
-    picks = data.draw(st.lists(st.sampled_from(probe.samples), min_size=1, max_size=3))
+    picks = data.draw(st.lists(st.sampled_from(scenario_of(kind).samples), min_size=1, max_size=3))
     texts = [mutated(rng, fill(p)) if data.draw(st.booleans()) else fill(p) for p in picks]
     out = apply_at(table, state, sender, texts)
     if not any(r.ok for r in out.results):

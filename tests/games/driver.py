@@ -7,6 +7,8 @@ server.  The per-game tests and the contract suite (tests/contract) use it.
   ``ctx.emails`` for the accounts a line names, applies the commands and
   checks the game neither changed the state it was given nor lost a line.
 * ``Table.run`` runs the turn with the same checks.
+* A ``Table`` is the :class:`games.scenario.Table` each game's
+  ``scenario.py`` plays on (tests/contract).
 * :func:`render` renders a game's template with the server's own Jinja
   environment (``pbm_server.compose.make_environment``).
 """

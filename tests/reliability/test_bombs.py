@@ -4,6 +4,8 @@ more mail than it got."""
 
 from __future__ import annotations
 
+from games import KINDS
+
 ALICE_PW = "alice-secret-14"
 
 
@@ -59,7 +61,7 @@ def test_a_reply_to_a_sender_without_a_password_is_bounded(pbm_stopped):
     pbm.env["PBM_MAX_UNAUTHENTICATED_REPLY_BYTES"] = "6000"
     pbm.start()
     alice = players(pbm, "alice")["alice"]
-    kinds = ["rmpm", "curio", "sequence", "giveaway", "agora_rpg"]
+    kinds = list(KINDS)
     ask = "\n".join(f"help {k}" for k in kinds)
     text = pbm.text(pbm.mail("stranger@example.net", "pbm", ask))
     assert len(text.encode()) < 6000 + 1000  # the greeting and signature come on top
