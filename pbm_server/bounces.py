@@ -38,12 +38,14 @@ from datetime import datetime, timedelta
 from email import policy
 from email.message import Message
 from email.parser import BytesParser
+from typing import Protocol
 
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from pbm_server import clock
+from pbm_server.db import Database
 from pbm_server.headers import clean_text
 from pbm_server.lookup import account_by_email, audit
 from pbm_server.models import Bounce, Game, MailHold, Membership, OutboundMail, ServerSecret, table
@@ -176,10 +178,17 @@ def games_of(session: Session, address: str) -> list[str]:
         .order_by(Game.name).distinct()))
 
 
+class TellGM(Protocol):
+    """How a notice reaches the game master (``Worker.tell_gm``)."""
+
+    def __call__(self, s: Session, what: str, details: list[tuple[str, str]], now: datetime, kind: str = "gm",
+                 inbound_id: int | None = None) -> None: ...
+
+
 class Bounces:
     """Records bounces, holds addresses, and tells the GM (rate-limited)."""
 
-    def __init__(self, settings: Settings, tell_gm):
+    def __init__(self, settings: Settings, tell_gm: TellGM):
         self.settings = settings
         self.tell_gm = tell_gm  # tell_gm(session, what, details, now, kind=..., inbound_id=...)
         self._next_flush = 0.0
@@ -257,7 +266,7 @@ class Bounces:
         if self._due(s, now):
             self._summary(s, now)
 
-    def flush(self, db) -> None:
+    def flush(self, db: Database) -> None:
         """A due summary of bounces not yet told (the idle worker)."""
         if time.monotonic() < self._next_flush:
             return

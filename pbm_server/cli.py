@@ -8,12 +8,15 @@ import logging
 import random
 import secrets
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, NoReturn, TextIO
 
 import click
 from alembic.util.exc import CommandError as AlembicError
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from games import KINDS, get_rules
 from games.base import Actor, Context, GameError, Line
@@ -41,18 +44,21 @@ EX_TEMPFAIL = 75  # `mail inject`: our fault, the MTA keeps the mail and retries
 
 EXPORT_FORMAT = "pbm-server game"
 
+#: a GM desk operation run by :func:`_desk`: (session, game, mailer, now) -> what to print
+DeskOp = Callable[[Session, Game, Mailer, datetime], str]
+
 
 class Env:
     """What every command needs: the settings (checked) and the database (opened
     and upgraded on first use).  A problem with either ends the command with one
     line per problem and ``fault_code`` (2; 75 for ``mail inject``)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.fault_code = EX_USAGE
         #: problems on one line, no warnings (`mail inject`: the MTA shows stderr to the sender)
         self.one_line = False
         self._loaded: settings_mod.Loaded | None = None
-        self._db = None
+        self._db: Database | None = None
 
     @property
     def loaded(self) -> settings_mod.Loaded:
@@ -143,7 +149,7 @@ def _settings_help() -> str:
 @click.group()
 @click.version_option(__version__, "-V", "--version", prog_name="pbm-server", message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", is_flag=True, help="log what the server does")
-def main(verbose: bool):
+def main(verbose: bool) -> None:
     """pbm-server: an e-mail play-by-mail game server."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -153,7 +159,7 @@ def main(verbose: bool):
 @click.option("--workers", "workers", type=click.IntRange(1, 64), default=None,
               help="worker threads processing mail (default: PBM_WORKERS)")
 @pass_env
-def serve(env: Env, without, workers):
+def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     """Run the listener, worker, outbound delivery and scheduler."""
     from pbm_server.server import PARTS, Server
 
@@ -170,13 +176,13 @@ def serve(env: Env, without, workers):
 
 
 @main.group()
-def config():
+def config() -> None:
     """The settings in effect."""
 
 
 @config.command("show")
 @pass_env
-def config_show(env: Env):
+def config_show(env: Env) -> None:
     """Print the effective settings as TOML, each with its source; secrets hidden."""
     loaded = env.loaded
     click.echo("# pbm-server settings in effect" + (f" (PBM_CONFIG={loaded.config_file})" if loaded.config_file else ""))
@@ -191,13 +197,13 @@ def config_show(env: Env):
 
 
 @main.group()
-def db():
+def db() -> None:
     """Database schema."""
 
 
 @db.command("upgrade")
 @pass_env
-def db_upgrade(env: Env):
+def db_upgrade(env: Env) -> None:
     """Create or upgrade the database to the newest schema."""
     env.open_db(upgrade=True)
     click.echo(f"database at {settings_mod.shown(env.settings, 'database_url')} is up to date")
@@ -205,7 +211,7 @@ def db_upgrade(env: Env):
 
 @db.command("current")
 @pass_env
-def db_current(env: Env):
+def db_current(env: Env) -> None:
     """Print the schema revision the database is at."""
     from pbm_server.db import current_revision
 
@@ -216,7 +222,7 @@ def db_current(env: Env):
 @click.argument("revision")
 @click.option("--yes", is_flag=True, help="do it (downgrading drops the newer tables and columns)")
 @pass_env
-def db_downgrade(env: Env, revision, yes):
+def db_downgrade(env: Env, revision: str, yes: bool) -> None:
     """Take the schema back to REVISION (e.g. 0001); back up first."""
     from pbm_server.db import downgrade
 
@@ -232,7 +238,7 @@ def db_downgrade(env: Env, revision, yes):
 @db.command("backup")
 @click.argument("target", type=click.Path(dir_okay=False))
 @pass_env
-def db_backup(env: Env, target):
+def db_backup(env: Env, target: str) -> None:
     """Copy a SQLite database to TARGET while the server runs (online backup).
 
     PostgreSQL: use pg_dump (docs/operations.md)."""
@@ -261,7 +267,7 @@ def db_backup(env: Env, target):
 
 
 @main.group()
-def account():
+def account() -> None:
     """Player accounts."""
 
 
@@ -271,7 +277,7 @@ def account():
 @click.option("--gm", is_flag=True, help="the game master's account, at PBM_GM_ADDRESS (never claimable by mail)")
 @click.password_option()
 @pass_env
-def account_add(env: Env, handle, email, gm, password):
+def account_add(env: Env, handle: str, email: str | None, gm: bool, password: str) -> None:
     """Register HANDLE at EMAIL, no confirmation needed (with --gm: the GM's account at PBM_GM_ADDRESS)."""
     from pbm_server.commands.account import HANDLE_RE
     from pbm_server.passwords import MIN_PASSWORD
@@ -309,7 +315,7 @@ def _is_removed(acc: Account) -> bool:
     return acc.email.endswith("@" + REMOVED_DOMAIN)
 
 
-def _account_or_fail(s, handle: str) -> Account:
+def _account_or_fail(s: Session, handle: str) -> Account:
     acc = account_by_handle(s, handle)
     if acc is None:
         fail(f"there is no account {handle!r} (pbm account list shows them)")
@@ -318,7 +324,7 @@ def _account_or_fail(s, handle: str) -> Account:
     return acc
 
 
-def _games_played(s, acc: Account) -> list[str]:
+def _games_played(s: Session, acc: Account) -> list[str]:
     """The running (or paused) games ``acc`` plays in now."""
     names = []
     for g in s.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all():
@@ -343,7 +349,7 @@ def _new_password() -> str:
 
 @account.command("list")
 @pass_env
-def account_list(env: Env):
+def account_list(env: Env) -> None:
     """Every account: handle, address, registered, and the GM's and removed ones marked."""
     gm = (env.settings.gm_address or "").lower()
     with env.db.write(world=EXCLUSIVE) as s:
@@ -360,7 +366,7 @@ def account_list(env: Env):
 @account.command("show")
 @click.argument("handle")
 @pass_env
-def account_show(env: Env, handle):
+def account_show(env: Env, handle: str) -> None:
     """One account: address, time zone, vacation, games played and observed, open codes (never the codes)."""
     from pbm_server.models import Confirmation, Observer
 
@@ -390,7 +396,7 @@ def account_show(env: Env, handle):
 @click.argument("handle")
 @click.argument("extra", nargs=-1, metavar="")
 @pass_env
-def account_set_password(env: Env, handle, extra):
+def account_set_password(env: Env, handle: str, extra: tuple[str, ...]) -> None:
     """Set HANDLE's password: read from a prompt, or one line of standard input (never an argument)."""
     from pbm_server.models import AuthThrottle
     from pbm_server.passwords import password_problem
@@ -423,7 +429,7 @@ def account_set_password(env: Env, handle, extra):
 @click.argument("handle")
 @click.argument("address")
 @pass_env
-def account_set_email(env: Env, handle, address):
+def account_set_email(env: Env, handle: str, address: str) -> None:
     """Move HANDLE to ADDRESS at once (no confirmation mail; tell the player)."""
     from sqlalchemy import delete
 
@@ -458,7 +464,7 @@ def account_set_email(env: Env, handle, address):
 @account.command("remove")
 @click.argument("handle")
 @pass_env
-def account_remove(env: Env, handle):
+def account_remove(env: Env, handle: str) -> None:
     """Remove HANDLE (refused while it plays a running game).  An account that
     played before keeps its handle reserved, without address or password."""
     from sqlalchemy import delete
@@ -494,7 +500,7 @@ def account_remove(env: Env, handle):
 
 
 @main.group()
-def game():
+def game() -> None:
     """Games: create, list, show, export, import, GM commands."""
 
 
@@ -504,7 +510,7 @@ def game():
 @click.option("--option", "options", multiple=True, help="KEY=VALUE (VALUE @FILE reads a file)")
 @click.option("--deadline", default=None, help="e.g. 'every Saturday 03:00 UTC'; 'none' for no deadline")
 @pass_env
-def game_new(env: Env, kind, name, options, deadline):
+def game_new(env: Env, kind: str, name: str, options: tuple[str, ...], deadline: str | None) -> None:
     """Create a game; it listens at NAME@DOMAIN.  Options: the game's own
     (see `help KIND`) and the server's early=on|off, grace=DURATION,
     remind=DURATION."""
@@ -527,7 +533,7 @@ def game_new(env: Env, kind, name, options, deadline):
 
 @game.command("list")
 @pass_env
-def game_list(env: Env):
+def game_list(env: Env) -> None:
     """All games with their kind, status, turn and next deadline."""
     with env.db.read() as s:
         games = s.scalars(select(Game).order_by(Game.name)).all()
@@ -542,7 +548,7 @@ def game_list(env: Env):
 @click.argument("name")
 @click.option("--as", "viewer", default=None, help="show what this player may see")
 @pass_env
-def game_show(env: Env, name, viewer):
+def game_show(env: Env, name: str, viewer: str | None) -> None:
     """The game as a player (or, without --as, an observer) sees it."""
     composer = Composer(env.settings)
     with env.db.read() as s:
@@ -565,7 +571,7 @@ def game_show(env: Env, name, viewer):
 @game.command("export")
 @click.argument("name")
 @pass_env
-def game_export(env: Env, name):
+def game_export(env: Env, name: str) -> None:
     """Print the game as a JSON document (see docs/export.md)."""
     with env.db.read() as s:
         g = find_game(s, name)
@@ -591,14 +597,14 @@ def game_export(env: Env, name):
 @click.argument("file", type=click.File("r"))
 @click.option("--deadline", default=None)
 @pass_env
-def game_import(env: Env, kind, name, file, deadline):
+def game_import(env: Env, kind: str, name: str, file: TextIO, deadline: str | None) -> None:
     """Create game NAME from a JSON file: an export, or a bare game state."""
     try:
         doc = json.load(file)
     except json.JSONDecodeError as exc:
         fail(f"{file.name} is not JSON: {exc}")
     rules = get_rules(kind)
-    options: dict = {}
+    options: dict[str, Any] = {}
     turn = 1
     if isinstance(doc, dict) and doc.get("format") == EXPORT_FORMAT:
         if doc.get("kind") != kind:
@@ -630,7 +636,7 @@ def game_import(env: Env, kind, name, file, deadline):
 @click.argument("name")
 @click.argument("lines", nargs=-1, required=True)
 @pass_env
-def game_do(env: Env, name, lines):
+def game_do(env: Env, name: str, lines: tuple[str, ...]) -> None:
     """Run command LINES in game NAME as the game master."""
     now = clock.now()
     with env.db.write(world=EXCLUSIVE) as s:
@@ -654,7 +660,7 @@ def game_do(env: Env, name, lines):
         sys.exit(1)
 
 
-def _desk(env: Env, name: str, op, *, read: bool = False):
+def _desk(env: Env, name: str, op: DeskOp, *, read: bool = False) -> str:
     """Run ``op(session, game, mailer, now)`` on game NAME in one transaction."""
     from pbm_server.errors import DeskError as _DeskError
 
@@ -674,7 +680,7 @@ def _desk(env: Env, name: str, op, *, read: bool = False):
 @click.argument("name")
 @click.argument("pairs", nargs=-1, required=True)
 @pass_env
-def game_set(env: Env, name, pairs):
+def game_set(env: Env, name: str, pairs: tuple[str, ...]) -> None:
     """Set server-side settings: early=on|off grace=DURATION remind=DURATION deadline=EXPR
     press=on|off|broadcast anonymous=on|off."""
     from pbm_server import gmdesk
@@ -686,7 +692,7 @@ def game_set(env: Env, name, pairs):
 @click.argument("name")
 @click.argument("expr", nargs=-1, required=True)
 @pass_env
-def game_deadline(env: Env, name, expr):
+def game_deadline(env: Env, name: str, expr: tuple[str, ...]) -> None:
     """Set the deadline (e.g. every Saturday 03:00 UTC) or 'none'."""
     from pbm_server import gmdesk
 
@@ -696,7 +702,7 @@ def game_deadline(env: Env, name, expr):
 @game.command("pause")
 @click.argument("name")
 @pass_env
-def game_pause(env: Env, name):
+def game_pause(env: Env, name: str) -> None:
     """Pause a game: no turns run, no orders are taken."""
     from pbm_server import gmdesk
 
@@ -706,7 +712,7 @@ def game_pause(env: Env, name):
 @game.command("resume")
 @click.argument("name")
 @pass_env
-def game_resume(env: Env, name):
+def game_resume(env: Env, name: str) -> None:
     """Resume a paused game (next deadline: the first after now, never before the one it had)."""
     from pbm_server import gmdesk
 
@@ -718,7 +724,7 @@ def game_resume(env: Env, name):
 @click.argument("handle")
 @click.argument("join_line", nargs=-1)
 @pass_env
-def game_add_player(env: Env, name, handle, join_line):
+def game_add_player(env: Env, name: str, handle: str, join_line: tuple[str, ...]) -> None:
     """Join HANDLE to the game (JOIN_LINE: the game's join command, default JOIN)."""
     from pbm_server import gmdesk
 
@@ -729,7 +735,7 @@ def game_add_player(env: Env, name, handle, join_line):
 @click.argument("name")
 @click.argument("handle")
 @pass_env
-def game_remove_player(env: Env, name, handle):
+def game_remove_player(env: Env, name: str, handle: str) -> None:
     """Take HANDLE out of the game (the game's LEAVE, on the player's behalf)."""
     from pbm_server import gmdesk
 
@@ -740,7 +746,7 @@ def game_remove_player(env: Env, name, handle):
 @click.argument("name")
 @click.option("--last", default=None, type=int, help="only the newest N messages")
 @pass_env
-def game_press(env: Env, name, last):
+def game_press(env: Env, name: str, last: int | None) -> None:
     """Every press message of game NAME, oldest first: when, from whom, to whom, the text
     (the game master sees the senders of anonymous press too)."""
     from pbm_server.press import listing
@@ -765,11 +771,11 @@ def game_press(env: Env, name, last):
 @click.argument("turn_no", required=False, type=int)
 @click.option("--as", "viewer", default=None, help="the copy this player got")
 @pass_env
-def game_history(env: Env, name, turn_no, viewer):
+def game_history(env: Env, name: str, turn_no: int | None, viewer: str | None) -> None:
     """The report of turn TURN_NO (default: the last) and the list of turns."""
     from pbm_server import views
 
-    def op(s, g, m, now):
+    def op(s: Session, g: Game, m: Mailer, now: datetime) -> str:
         acc = account_by_handle(s, viewer) if viewer else None
         _, sections = views.history(s, g, turn_no, acc, is_gm=True)
         return "\n\n".join(f"{sec.title}\n{'=' * len(sec.title)}\n{sec.text}" for sec in sections)
@@ -781,7 +787,7 @@ def game_history(env: Env, name, turn_no, viewer):
 @click.option("--game", "name", default=None, help="only this game's entries")
 @click.option("--last", default=50, help="how many entries (newest last)")
 @pass_env
-def audit_log(env: Env, name, last):
+def audit_log(env: Env, name: str | None, last: int) -> None:
     """The audit log: who did what, when."""
     from pbm_server.models import AuditEntry
 
@@ -797,7 +803,7 @@ def audit_log(env: Env, name, last):
 
 
 @main.group()
-def turn():
+def turn() -> None:
     """Turn processing."""
 
 
@@ -805,7 +811,7 @@ def turn():
 @click.argument("name")
 @click.option("--turn", "expected", type=int, default=None, help="refuse unless the game is at this turn")
 @pass_env
-def turn_run(env: Env, name, expected):
+def turn_run(env: Env, name: str, expected: int | None) -> None:
     """Process the game's current turn now, as if its deadline had passed."""
     with env.db.write(world=EXCLUSIVE) as s:
         g = find_game(s, name)
@@ -828,11 +834,11 @@ def turn_run(env: Env, name, expected):
 @click.argument("name")
 @click.argument("turn_no", type=int)
 @pass_env
-def turn_rollback(env: Env, name, turn_no):
+def turn_rollback(env: Env, name: str, turn_no: int) -> None:
     """Return the game to the state before turn TURN_NO was processed (orders kept; players told)."""
     from pbm_server.turns import rollback
 
-    def op(s, g, m, now):
+    def op(s: Session, g: Game, m: Mailer, now: datetime) -> str:
         rollback(s, g, m, turn_no, now, "cli")
         return f"{g.name} is back before {get_rules(g.kind).turn_name} {turn_no}; the players are told"
 
@@ -840,7 +846,7 @@ def turn_rollback(env: Env, name, turn_no):
 
 
 @main.group()
-def mail():
+def mail() -> None:
     """Mail intake and the queues."""
 
 
@@ -899,7 +905,7 @@ def _inject_refusal(env: Env, rcpts: tuple[str, ...]) -> str | None:
 @click.option("--from", "mail_from", default=None, help="envelope sender (Postfix: ${sender}; default: the From header)")
 @click.option("--to", "rcpts", multiple=True, help="envelope recipient (Postfix: ${recipient}; default: pbm@DOMAIN or the To header)")
 @pass_env
-def mail_inject(env: Env, mail_from, rcpts):
+def mail_inject(env: Env, mail_from: str | None, rcpts: tuple[str, ...]) -> None:
     """Store one RFC 5322 message from standard input (MTA pipe delivery).
 
     Exit 0: stored; 65 (EX_DATAERR): not a message, or too large; 67
@@ -961,7 +967,7 @@ def _inject(env: Env, mail_from: str | None, rcpts: tuple[str, ...]) -> tuple[in
 @click.option("--server", default=None, help="host:port of the listener (default PBM_LISTEN)")
 @click.argument("lines", nargs=-1, required=True)
 @pass_env
-def mail_send(env: Env, frm, to, subject, server, lines):
+def mail_send(env: Env, frm: str, to: str, subject: str, server: str | None, lines: tuple[str, ...]) -> None:
     """Send a command mail to a pbm listener over SMTP (one LINE per command)."""
     import smtplib
     from email.message import EmailMessage
@@ -986,7 +992,7 @@ def mail_send(env: Env, frm, to, subject, server, lines):
 @click.option("--to", "to", default=None, help="only mails to this address")
 @click.option("--html", is_flag=True, help="print the HTML part instead of the text part")
 @pass_env
-def mail_show(env: Env, files, last, to, html):
+def mail_show(env: Env, files: tuple[str, ...], last: int, to: str | None, html: bool) -> None:
     """Print mails the server wrote to its Maildir (PBM_MAILDIR), decoded.
 
     Without FILES: the newest --last mails, oldest first.  Headers are decoded
@@ -1025,7 +1031,7 @@ def mail_show(env: Env, files, last, to, html):
 
 @mail.command("status")
 @pass_env
-def mail_status(env: Env):
+def mail_status(env: Env) -> None:
     """Counts of the inbox and outbox by status; shunted and failed mails."""
     with env.db.read() as s:
         for model, label in ((InboundMail, "inbox"), (OutboundMail, "outbox")):
@@ -1045,7 +1051,7 @@ def mail_status(env: Env):
 @mail.command("unhold")
 @click.argument("address")
 @pass_env
-def mail_unhold(env: Env, address):
+def mail_unhold(env: Env, address: str) -> None:
     """Send mail to ADDRESS again after it was put on hold for bounces.
 
     Mail already held stays unsent; the next mails go out."""
@@ -1060,7 +1066,7 @@ def mail_unhold(env: Env, address):
 @mail.command("retry")
 @click.argument("inbox_id", type=int)
 @pass_env
-def mail_retry(env: Env, inbox_id):
+def mail_retry(env: Env, inbox_id: int) -> None:
     """Put a shunted mail back in the queue (after the fault is fixed)."""
     with env.db.write(world=EXCLUSIVE) as s:
         row = s.get(InboundMail, inbox_id)

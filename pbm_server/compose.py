@@ -17,6 +17,7 @@ from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
 from html import escape as html_escape
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound, select_autoescape
 
@@ -159,10 +160,10 @@ class Composer:
         self.env = make_environment()
 
     # -- rendering ------------------------------------------------------------
-    def _render(self, name: str, data: dict) -> str:
+    def _render(self, name: str, data: dict[str, Any]) -> str:
         return self.env.get_template(name).render(**data).strip("\n")
 
-    def render(self, template: str, data: dict, kind: str | None = None, html: bool = True) -> Rendered:
+    def render(self, template: str, data: dict[str, Any], kind: str | None = None, html: bool = True) -> Rendered:
         """Render ``template`` (``server/x.txt`` or, with ``kind``, ``KIND/x.txt``)
         and its ``.html`` sibling if there is one (and ``html``).  Every template may use
         ``domain`` (the server's mail domain) to write an address."""

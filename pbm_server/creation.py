@@ -22,7 +22,7 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{1,40}$")
 RESERVED_NAMES = {"pbm", "postmaster", "abuse", "mailer-daemon", "root", "gm", "admin"}
 
 
-def parse_options(rules: Rules, raw: dict[str, str]) -> dict[str, Any]:
+def parse_options(rules: Rules[Any], raw: dict[str, str]) -> dict[str, Any]:
     known = {o.name: o for o in rules.options}
     out = {o.name: o.default for o in rules.options}
     for key, value in raw.items():
@@ -44,7 +44,7 @@ def create_game(
     deadline: str | None,
     now: datetime,
     actor: str = "cli",
-    state: dict | None = None,
+    state: dict[str, Any] | None = None,
 ) -> Game:
     name = name.lower()
     if kind not in KINDS:

@@ -25,6 +25,7 @@ in the order they arrived.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import threading
@@ -32,13 +33,18 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from sqlalchemy.pool import ConnectionPoolEntry
 
 #: advisory lock ids (PostgreSQL) for work that must not run twice at once
 LOCK_WORLD = 7301
@@ -70,7 +76,7 @@ def make_engine(url: str, max_pages: int = 0) -> Engine:
         engine = create_engine(u, connect_args={"timeout": 60, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn, _record):
+        def _on_connect(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
@@ -84,7 +90,7 @@ def make_engine(url: str, max_pages: int = 0) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "begin")
-        def _on_begin(conn):
+        def _on_begin(conn: Connection) -> None:
             if conn.get_execution_options().get("pbm_read"):
                 conn.exec_driver_sql("BEGIN")
             else:
@@ -124,8 +130,22 @@ def alembic_config(engine: Engine) -> Config:
     return cfg
 
 
+@functools.cache
+def head_revision() -> str | None:
+    """The newest migration's revision (the scripts are read once a process)."""
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(files("pbm_server.migrations")))
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
 def upgrade(engine: Engine) -> None:
-    """Create or upgrade the schema to the newest migration."""
+    """Create or upgrade the schema to the newest migration.  A database
+    already at the newest one is left alone without running Alembic's
+    environment (every CLI command and back end opens the database)."""
+    if current_revision(engine) == head_revision():
+        return
     command.upgrade(alembic_config(engine), "head")
 
 

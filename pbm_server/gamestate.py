@@ -28,7 +28,7 @@ from pbm_server.lookup import account_by_handle, audit
 from pbm_server.models import Game, Membership, Order, StateEntry, remember_state, table
 
 
-def save_state(game: Game, state: dict, now: datetime) -> None:
+def save_state(game: Game, state: dict[str, Any], now: datetime) -> None:
     # kept as the rules returned it: a game's state is always exactly what JSON
     # reads back (tests/games/driver.py checks), so no copy is needed
     game.version += 1

@@ -15,8 +15,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Concatenate, cast
 
 from sqlalchemy import CursorResult, Table, insert, select, text
 from sqlalchemy.pool import PoolProxiedConnection
@@ -28,10 +28,16 @@ from pbm_server.settings import Settings
 
 if TYPE_CHECKING:
     from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import SMTP, Envelope
+    from aiosmtpd.smtp import Session as SMTPSession
 
 log = logging.getLogger(__name__)
 
 TEMPFAIL = "451 4.3.0 Temporary local problem, please try again later"
+
+#: a message waiting for the intake writer: envelope sender, recipients, raw
+#: bytes, the future its inbox id goes to, and that future's event loop
+_Waiting = tuple[str, list[str], bytes, "asyncio.Future[int | None]", asyncio.AbstractEventLoop]
 
 
 def store_messages(db: Database, items: list[tuple[str, list[str], bytes]]) -> list[int]:
@@ -76,7 +82,7 @@ class _SqliteInbox:
         table = cast(Table, InboundMail.__table__)
         dialect = db.engine.dialect
         self.sql = f"INSERT INTO {table.name} ({', '.join(self.COLUMNS)}) VALUES ({', '.join('?' * len(self.COLUMNS))})"
-        self.procs = [table.c[c].type.bind_processor(dialect) or (lambda v: v) for c in self.COLUMNS]
+        self.procs: list[Callable[[Any], Any]] = [table.c[c].type.bind_processor(dialect) or (lambda v: v) for c in self.COLUMNS]
         self._conn: PoolProxiedConnection | None = None
 
     def _connection(self) -> Any:
@@ -128,18 +134,18 @@ class IntakeWriter:
         self.batches = 0  # commits so far (for the benchmarks)
         self.stored = 0
         self._fast = _SqliteInbox(db) if db.is_sqlite else None
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="intake-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, mail_from: str, rcpts: list[str], raw: bytes) -> asyncio.Future:
+    def submit(self, mail_from: str, rcpts: list[str], raw: bytes) -> asyncio.Future[int | None]:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._queue.put((mail_from, rcpts, raw, fut, loop))
         return fut
 
     @staticmethod
-    def _resolve(batch, ids, exc) -> None:
+    def _resolve(batch: list[_Waiting], ids: Sequence[int | None] | None, exc: Exception | None) -> None:
         for item, new_id in zip(batch, ids or [None] * len(batch), strict=False):
             fut = item[3]
             if fut.done():  # the session went away meanwhile
@@ -175,7 +181,7 @@ class IntakeWriter:
             else:
                 self.batches += 1
                 self.stored += len(batch)
-            by_loop: dict = {}
+            by_loop: dict[asyncio.AbstractEventLoop, list[int]] = {}
             for i, item in enumerate(batch):
                 by_loop.setdefault(item[4], []).append(i)
             for loop, idx in by_loop.items():
@@ -250,7 +256,8 @@ class InboundHandler:
         self.names = names
         self.bounce_addresses = bounce_addresses or BounceAddresses(names.db)
 
-    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+    async def handle_RCPT(self, server: SMTP, session: SMTPSession, envelope: Envelope, address: str,
+                          rcpt_options: list[str]) -> str:
         if address.lower() == "postmaster":  # RFC 5321 4.5.1: <Postmaster> without a domain too
             address = f"postmaster@{self.domain}"
         local, _, domain = address.rpartition("@")
@@ -274,17 +281,18 @@ class InboundHandler:
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
-    async def handle_DATA(self, server, session, envelope):
+    async def handle_DATA(self, server: SMTP, session: SMTPSession, envelope: Envelope) -> str:
         raw = envelope.original_content if envelope.original_content is not None else envelope.content
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
         try:
-            inbox_id = await self.writer.submit(envelope.mail_from or "", list(envelope.rcpt_tos), raw)
+            # with decode_data=False aiosmtpd always has the content (bytes) at DATA
+            inbox_id = await self.writer.submit(envelope.mail_from or "", list(envelope.rcpt_tos), cast(bytes, raw))
         except Exception:
             return TEMPFAIL
         return f"250 OK queued as {inbox_id}"
 
-    async def handle_exception(self, error):
+    async def handle_exception(self, error: Exception) -> str:
         log.exception("SMTP session error", exc_info=error)
         return TEMPFAIL
 
@@ -334,32 +342,32 @@ class SessionLimits:
             self.by_client.pop(client, None)
 
 
-def _limited_smtp_class():
+def _limited_smtp_class() -> Callable[Concatenate[InboundHandler, SessionLimits, ...], SMTP]:
     from aiosmtpd.smtp import SMTP
 
     class LimitedSMTP(SMTP):
         """An SMTP session that counts against :class:`SessionLimits`: over
         the limit it answers 421 instead of the greeting and closes."""
 
-        def __init__(self, handler, limits: SessionLimits, **kwargs):
+        def __init__(self, handler: InboundHandler, limits: SessionLimits, **kwargs: Any) -> None:
             super().__init__(handler, **kwargs)
             self.limits = limits
             self.client: str | None = None
             self.admitted = False
 
-        def connection_made(self, transport):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
             peer = transport.get_extra_info("peername")
             self.client = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
             self.admitted = self.limits.take(self.client)
             super().connection_made(transport)
 
-        def connection_lost(self, error):
+        def connection_lost(self, error: Exception | None) -> None:
             if self.admitted and self.client is not None:
                 self.admitted = False
                 self.limits.give_back(self.client)
             super().connection_lost(error)
 
-        async def _handle_client(self):
+        async def _handle_client(self) -> None:
             if not self.admitted:
                 log.warning("refused an SMTP session from %s: too many connections", self.client)
                 await self.push(TOO_MANY)
@@ -379,7 +387,7 @@ def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
     smtp_class = _limited_smtp_class()
 
     class LimitedController(Controller):
-        def factory(self):
+        def factory(self) -> SMTP:
             return smtp_class(self.handler, limits, **self.SMTP_kwargs)
 
     return LimitedController(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email import policy
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
 from typing import cast
@@ -62,9 +62,10 @@ def _header(msg: EmailMessage, name: str) -> str:
     return _CONTROL.sub(" ", str(value)).strip()
 
 
-def _decode_part(part) -> str:
+def _decode_part(part: Message) -> str:
     try:
-        payload = part.get_payload(decode=True)
+        # a text part (the body's): bytes, never a Message (which typeshed allows for)
+        payload = cast("bytes | None", part.get_payload(decode=True))
     except Exception:
         payload = None
     if payload is None:
@@ -227,7 +228,7 @@ def decode_flowed(text: str, delsp: bool = False) -> str:
     return "\n".join(out)
 
 
-class Lines(list):
+class Lines(list[Line]):
     """Command lines; ``cut_after`` is the number of the last line read when
     the mail had more than MAX_LINES command lines (None: all were read)."""
 

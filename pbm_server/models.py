@@ -24,23 +24,24 @@ from sqlalchemy import (
     false,
     select,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, object_session
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC datetimes on every backend (SQLite keeps naive text)."""
 
     impl = DateTime
     cache_ok = True
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the database")
         return value.astimezone(timezone.utc).replace(tzinfo=None)
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         return value.replace(tzinfo=timezone.utc)
@@ -80,12 +81,12 @@ class Game(Base):
     #: lower-case; the game listens at NAME@DOMAIN
     name: Mapped[str] = mapped_column(String(64), unique=True)
     kind: Mapped[str] = mapped_column(String(32))
-    options: Mapped[dict] = mapped_column(JSON)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
     #: the state document as last written whole; loaded only when read (a
     #: large game's document is big).  The game's state is this document with
     #: its entries (StateEntry) laid over it: read and write it as ``state``.
     #: The worker keeps recent versions decoded in memory (statecache.py).
-    base_state: Mapped[dict] = mapped_column("state", JSON, deferred=True)
+    base_state: Mapped[dict[str, Any]] = mapped_column("state", JSON, deferred=True)
     #: bumped on every change of state
     version: Mapped[int] = mapped_column(Integer, default=1)
     #: the turn now open for orders (1-based)
@@ -110,21 +111,21 @@ class Game(Base):
     early_version: Mapped[int | None] = mapped_column(Integer)
     #: position of the open turn's random stream (random.Random.getstate());
     #: None: the stream starts at the turn seed
-    rng_state: Mapped[list | None] = mapped_column(JSON)
+    rng_state: Mapped[list[Any] | None] = mapped_column(JSON)
     #: press between the players (pbm_server/press.py): on | off | broadcast (PRESS TO ALL only)
     press_mode: Mapped[str] = mapped_column(String(16), default="on", server_default="on")
     #: grey press: recipients are not told who sent a message (the GM is)
     press_anonymous: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     @property
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """The game's state: the stored document with the entries written
         since it was last stored whole (see :func:`current_state`).  Built
         once per version of the game."""
         return current_state(self)
 
     @state.setter
-    def state(self, value: dict) -> None:
+    def state(self, value: dict[str, Any]) -> None:
         """Store the whole state (its entries, if any, are dropped)."""
         store_whole(self, value)
 
@@ -142,7 +143,7 @@ class StateEntry(Base):
     field: Mapped[str] = mapped_column(String(64), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     #: the entry's value; None: the entry was removed
-    value: Mapped[dict | list | str | int | None] = mapped_column(JSON)
+    value: Mapped[dict[str, Any] | list[Any] | str | int | None] = mapped_column(JSON)
     #: None: the entry kept its place in the mapping; N: it was (re)added at
     #: game version N and comes after the stored ones, in the order of N
     seq: Mapped[int | None] = mapped_column(Integer)
@@ -169,7 +170,7 @@ class InboundMail(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     received_at: Mapped[datetime]
     mail_from: Mapped[str] = mapped_column(String(320))
-    rcpt_tos: Mapped[list] = mapped_column(JSON)
+    rcpt_tos: Mapped[list[str]] = mapped_column(JSON)
     raw: Mapped[bytes] = mapped_column(LargeBinary)
     #: new | done | dropped | duplicate | shunted
     status: Mapped[str] = mapped_column(String(16), default="new")
@@ -193,7 +194,7 @@ class Order(Base):
     game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
     handle: Mapped[str] = mapped_column(String(32))
     turn: Mapped[int]
-    lines: Mapped[list] = mapped_column(JSON)
+    lines: Mapped[list[str]] = mapped_column(JSON)
     received_at: Mapped[datetime]
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
 
@@ -210,14 +211,14 @@ class Snapshot(Base):
     #: created | before | after | import | rollback
     phase: Mapped[str] = mapped_column(String(16))
     version: Mapped[int]
-    state: Mapped[dict] = mapped_column(JSON, deferred=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, deferred=True)
     #: the revealed seed of the turn (after) or None
     seed: Mapped[str | None] = mapped_column(String(64))
     #: the report of the turn as mailed (plain text), for `history`
     report: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     #: ("before" only, never shown) {"seed": hex, "state": random stream position}
-    rng: Mapped[dict | None] = mapped_column(JSON)
+    rng: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class TurnReport(Base):
@@ -343,7 +344,7 @@ class Press(Base):
     #: the sender's handle ("gm" for the game master's press)
     sender: Mapped[str] = mapped_column(String(32))
     #: handles it was delivered to
-    recipients: Mapped[list] = mapped_column(JSON)
+    recipients: Mapped[list[str]] = mapped_column(JSON)
     #: len(recipients): what the sender's hourly limit (PBM_PRESS_PER_HOUR) counts
     recipient_count: Mapped[int] = mapped_column(Integer)
     #: sent as PRESS TO ALL

@@ -4,6 +4,7 @@ applied to the stored state, and the game's tick as time passes."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -18,7 +19,7 @@ from pbm_server.statecache import StateCache
 
 
 def apply_commands(
-    session: Session, game: Game, rules: Rules, commands: list[Command], ctx: Context, inbound_id: int | None,
+    session: Session, game: Game, rules: Rules[Any], commands: list[Command], ctx: Context, inbound_id: int | None,
     gm_actor: str | None = None, states: StateCache | None = None,
 ) -> Outcome:
     """A mail's (or the GM's) command lines through the game.  Lines run as

@@ -10,6 +10,7 @@ from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,7 +20,7 @@ from games.base import ALL_PLAYERS, Notice, Rules
 from pbm_server.compose import Composer, Rendered, text_html, thread_root
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle
-from pbm_server.models import Account, AuditEntry, Game, Observer
+from pbm_server.models import Account, AuditEntry, Game, Observer, OutboundMail
 from pbm_server.outbound import enqueue
 
 
@@ -49,7 +50,7 @@ class Mailer:
     def __init__(self, composer: Composer):
         self.composer = composer
 
-    def recipients(self, session: Session, rules: Rules, players: list[str], to: list[str]) -> list[Account]:
+    def recipients(self, session: Session, rules: Rules[Any], players: list[str], to: list[str]) -> list[Account]:
         """The accounts of ``to`` (``players``: the game's players, for ALL_PLAYERS)."""
         handles: list[str] = []
         for h in to:
@@ -68,7 +69,7 @@ class Mailer:
         self,
         session: Session,
         game: Game,
-        rules: Rules,
+        rules: Rules[Any],
         notices: list[Notice],
         now: datetime,
         *,
@@ -97,40 +98,12 @@ class Mailer:
             found = rules.thread_of(notice)
             thread = thread_root(self.composer.settings.domain, game.name, game.id, found[0] if found else None)
             subject = game_subject(game.name, notice.subject)
-            if budget is not None:
-                if budget.used >= budget.limit:
-                    budget.withheld += len(recipients)
-                    continue
-                budget.used += len(recipients)
+            if not _spend(budget, len(recipients)):
+                continue
             for acc in recipients:
-                data = dict(notice.data)
-                if notice.template:
-                    data.setdefault("viewer", acc.handle)
-                    body = self.composer.render(notice.template, data, game.kind)
-                else:
-                    body = Rendered(notice.text)
-                kept = body
-                extra = footer(acc) if callable(footer) else footer
-                if extra:
-                    # both parts carry the footer (the deadline, the seed lines)
-                    body = Rendered(body.text + "\n\n" + extra,
-                                    None if body.html is None else body.html + "\n" + text_html(extra))
-                    if not callable(footer):
-                        kept = body
-                mid, raw = self.composer.message(
-                    to_addr=acc.email,
-                    to_name=acc.handle,
-                    from_local=game.name,
-                    subject=subject,
-                    body=body,
-                    auto="auto-generated",  # a notice answers no mail of its recipient (RFC 3834)
-                    now=now,
-                    secrets=set(secrets_),
-                    thread=thread,
-                )
-                written.append(enqueue(session, to_addr=acc.email, message_id=mid, raw=raw,
-                                       kind="report" if notice.kind == "report" else "notice", now=now,
-                                       inbound_id=inbound_id, game_id=game.id))
+                body, kept = self._body_for(notice, acc, game, footer)
+                written.append(self._enqueue_notice(session, game, notice, acc, body, subject, thread, now,
+                                                    inbound_id=inbound_id, secrets_=secrets_))
                 if each is not None:
                     each(acc, kept, notice.kind)
                 else:
@@ -143,6 +116,46 @@ class Mailer:
             self.send_to_observers(session, game, rules, notices, now, inbound_id=inbound_id)
         return sent
 
+    def _body_for(self, notice: Notice, acc: Account, game: Game,
+                  footer: str | Callable[[Account], str]) -> tuple[Rendered, Rendered]:
+        """The body of ``notice`` for ``acc`` with the footer, and the body to
+        hand back (without a per-recipient footer, with a fixed one)."""
+        data = dict(notice.data)
+        if notice.template:
+            data.setdefault("viewer", acc.handle)
+            body = self.composer.render(notice.template, data, game.kind)
+        else:
+            body = Rendered(notice.text)
+        kept = body
+        extra = footer(acc) if callable(footer) else footer
+        if extra:
+            # both parts carry the footer (the deadline, the seed lines)
+            body = Rendered(body.text + "\n\n" + extra,
+                            None if body.html is None else body.html + "\n" + text_html(extra))
+            if not callable(footer):
+                kept = body
+        return body, kept
+
+    def _enqueue_notice(self, session: Session, game: Game, notice: Notice, acc: Account, body: Rendered,
+                        subject: str, thread: str, now: datetime, *, inbound_id: int | None,
+                        secrets_: AbstractSet[str]) -> OutboundMail:
+        """Compose one recipient's mail of ``notice`` and write its outbox row
+        (returned, to be let go of later)."""
+        mid, raw = self.composer.message(
+            to_addr=acc.email,
+            to_name=acc.handle,
+            from_local=game.name,
+            subject=subject,
+            body=body,
+            auto="auto-generated",  # a notice answers no mail of its recipient (RFC 3834)
+            now=now,
+            secrets=set(secrets_),
+            thread=thread,
+        )
+        return enqueue(session, to_addr=acc.email, message_id=mid, raw=raw,
+                       kind="report" if notice.kind == "report" else "notice", now=now,
+                       inbound_id=inbound_id, game_id=game.id)
+
     #: outbox rows written (flushed) at a time, and let go of by the session
     BATCH = 200
 
@@ -153,7 +166,7 @@ class Mailer:
             session.expunge(row)
         rows.clear()
 
-    def send_to_observers(self, session: Session, game: Game, rules: Rules, notices: list[Notice], now: datetime,
+    def send_to_observers(self, session: Session, game: Game, rules: Rules[Any], notices: list[Notice], now: datetime,
                           *, inbound_id: int | None = None) -> int:
         """The public view of ``notices`` (``Rules.public_reports``) to every
         observer of the game who does not play in it now.  A mail that would
@@ -198,6 +211,18 @@ class Mailer:
                         inbound_id=inbound_id, game_id=game.id)
                 count += 1
         return count
+
+
+def _spend(budget: NoticeBudget | None, recipients: int) -> bool:
+    """Whether a notice to ``recipients`` accounts may start under ``budget``
+    (no budget: always); counts them as used, or as withheld if not."""
+    if budget is None:
+        return True
+    if budget.used >= budget.limit:
+        budget.withheld += recipients
+        return False
+    budget.used += recipients
+    return True
 
 
 def game_subject(name: str, subject: str) -> str:

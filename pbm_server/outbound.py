@@ -311,7 +311,8 @@ class Outbound(Poller):
             fresh.last_error = "not sent: the address is on hold (bounces); see pbm mail status"
 
     def _delay(self, attempts: int) -> float:
-        return min(self.settings.retry_base_seconds * (2 ** (attempts - 1)), self.settings.retry_max_seconds)
+        delay: float = min(self.settings.retry_base_seconds * (2 ** (attempts - 1)), self.settings.retry_max_seconds)
+        return delay
 
     def _db_failed(self, what: str) -> None:
         """The database refused a write (disk full, locked, gone): wait as for a

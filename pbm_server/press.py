@@ -133,46 +133,20 @@ def extract(body: str, sent: Sequence[SentMail] = (), domain: str | None = None)
             continue
         number = i + 1
         if len(blocks) >= MAX_BLOCKS:
-            blocks.append(PressBlock(number, " ".join(_CONTROL.sub(" ", text).split())[:MAX_HEADER_CHARS],
-                                     error=f"more than {MAX_BLOCKS} press blocks in one mail: nothing from here on "
-                                           f"was read; send the others in another mail"))
-            for k in range(i, len(lines)):
-                lines[k] = ""
+            blocks.append(_too_many(number, text))
+            _blank(lines, i, len(lines))
             break
-        passwords.extend(p.strip() for p in PASSWORD_RE.findall(text) if p.strip())
-        if _END.match(text):
-            blocks.append(PressBlock(number, text.strip(), error="ENDPRESS without a PRESS TO line before it"))
+        passwords.extend(_passwords_in(text))
+        stray = _stray_line(number, text)
+        if stray is not None:
+            blocks.append(stray)
             lines[i] = ""
             i += 1
             continue
-        if not _START.match(PASSWORD_RE.sub(" ", text)):
-            blocks.append(PressBlock(number, " ".join(PASSWORD_RE.sub(" ", text).split())[:MAX_HEADER_CHARS],
-                                     error="expected PRESS TO <handle> [<handle> ...] or PRESS TO ALL, then the "
-                                           "message lines, then a line ENDPRESS"))
-            lines[i] = ""
-            i += 1
-            continue
-        block = _header(text, number)
-        j = i + 1
-        while j < len(lines) and not _END.match(lines[j]) and not _START.match(lines[j]):
-            j += 1
-        block.body = lines[i + 1 : j]
+        block, end = _block_at(lines, i, text)
         for raw in block.body:
-            passwords.extend(p.strip() for p in PASSWORD_RE.findall(raw) if p.strip())
-        if j >= len(lines):
-            if block.error is None:
-                block.error = (f"this press block (begun at line {number}) has no ENDPRESS line: nothing was sent, and "
-                               f"the lines after line {number} were not read; end the message with a line ENDPRESS")
-            end = len(lines)
-        elif _START.match(lines[j]):
-            if block.error is None:
-                block.error = (f"this press block (begun at line {number}) has no ENDPRESS line before the next PRESS TO "
-                               f"at line {j + 1}: nothing was sent; end each message with a line ENDPRESS")
-            end = j  # the next block starts there
-        else:
-            end = j + 1
-        for k in range(i, min(end, len(lines))):
-            lines[k] = ""
+            passwords.extend(_passwords_in(raw))
+        _blank(lines, i, end)
         blocks.append(block)
         i = end
         if len(blocks) <= MAX_CAREFUL_BLOCKS and i < len(lines):
@@ -180,6 +154,59 @@ def extract(body: str, sent: Sequence[SentMail] = (), domain: str | None = None)
             # "wrote:") must not change how the lines after it are read
             states = classify("\n".join(lines), sent, domain)
     return "\n".join(lines), blocks, passwords
+
+
+def _passwords_in(text: str) -> list[str]:
+    """The ``$$passwords$$`` written in one line."""
+    return [p.strip() for p in PASSWORD_RE.findall(text) if p.strip()]
+
+
+def _blank(lines: list[str], start: int, end: int) -> None:
+    """Make ``lines[start:end]`` blank (an ``end`` past the last line: up to it)."""
+    for k in range(start, min(end, len(lines))):
+        lines[k] = ""
+
+
+def _too_many(number: int, text: str) -> PressBlock:
+    """The refusal of the block at line ``number`` past MAX_BLOCKS."""
+    return PressBlock(number, " ".join(_CONTROL.sub(" ", text).split())[:MAX_HEADER_CHARS],
+                      error=f"more than {MAX_BLOCKS} press blocks in one mail: nothing from here on "
+                            f"was read; send the others in another mail")
+
+
+def _stray_line(number: int, text: str) -> PressBlock | None:
+    """The refusal of a line that starts no block (an ENDPRESS without a
+    block, a PRESS without TO); None for a PRESS TO line."""
+    if _END.match(text):
+        return PressBlock(number, text.strip(), error="ENDPRESS without a PRESS TO line before it")
+    if not _START.match(PASSWORD_RE.sub(" ", text)):
+        return PressBlock(number, " ".join(PASSWORD_RE.sub(" ", text).split())[:MAX_HEADER_CHARS],
+                          error="expected PRESS TO <handle> [<handle> ...] or PRESS TO ALL, then the "
+                                "message lines, then a line ENDPRESS")
+    return None
+
+
+def _block_at(lines: list[str], i: int, text: str) -> tuple[PressBlock, int]:
+    """The block whose PRESS TO line (``text``) is ``lines[i]``, and the index
+    of the first line after it (after its ENDPRESS; at the next PRESS TO or
+    past the end if it has none, and then it is refused)."""
+    number = i + 1
+    block = _header(text, number)
+    j = i + 1
+    while j < len(lines) and not _END.match(lines[j]) and not _START.match(lines[j]):
+        j += 1
+    block.body = lines[i + 1 : j]
+    if j >= len(lines):
+        if block.error is None:
+            block.error = (f"this press block (begun at line {number}) has no ENDPRESS line: nothing was sent, and "
+                           f"the lines after line {number} were not read; end the message with a line ENDPRESS")
+        return block, len(lines)
+    if _START.match(lines[j]):
+        if block.error is None:
+            block.error = (f"this press block (begun at line {number}) has no ENDPRESS line before the next PRESS TO "
+                           f"at line {j + 1}: nothing was sent; end each message with a line ENDPRESS")
+        return block, j  # the next block starts there
+    return block, j + 1
 
 
 def message_text(block: PressBlock, sender_addr: str) -> str:

@@ -24,12 +24,13 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
 from games import KINDS, get_rules
-from games.base import Actor, Command, Context, Line, Result
+from games.base import Actor, Command, Context, Line, Result, Rules, Section
 from pbm_server import bounces, clock
 from pbm_server.commands.dispatch import REGISTRY, ServerContext
 from pbm_server.compose import Composer, Reply, redact, thread_root
@@ -137,7 +138,8 @@ class InboxRow:
 
     def raw(self, s: Session) -> bytes:
         """The mail as received (only a mail forwarded whole needs it here)."""
-        return s.connection().execute(select(_INBOX.c.raw).where(_INBOX.c.id == self.id)).scalar_one()
+        raw: bytes = s.connection().execute(select(_INBOX.c.raw).where(_INBOX.c.id == self.id)).scalar_one()
+        return raw
 
 
 @dataclass
@@ -735,10 +737,11 @@ class Worker(Poller):
         reply.results.extend(relay.run(prep.press))
         return game.name
 
-    def _thread(self, game: Game, rules, commands: list[Command], sections: list, facts: SubjectFacts) -> str:
+    def _thread(self, game: Game, rules: Rules[Any], commands: list[Command], sections: list[Section], facts: SubjectFacts) -> str:
         """The reply's thread root: the game's, or that of the game's thread
         (a curio board) the reply's sections or commands are about."""
-        for item in [*sections, *commands]:
+        items: list[Section | Command] = [*sections, *commands]
+        for item in items:
             found = rules.thread_of(item)
             if found is not None:
                 key, label = found

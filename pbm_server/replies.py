@@ -42,6 +42,7 @@ from email.parser import BytesParser
 from email.utils import getaddresses
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from pbm_server.models import OutboundMail
 
@@ -214,7 +215,7 @@ class _Known:
         return any(probe in text for text in self.texts)
 
 
-def sent_mails(session, references: list[str]) -> list[SentMail]:
+def sent_mails(session: Session, references: list[str]) -> list[SentMail]:
     """Our outbox rows whose Message-ID the mail names (In-Reply-To / References)."""
     wanted = list(dict.fromkeys(references))[-MAX_REFERENCES:]
     if not wanted:
@@ -284,23 +285,14 @@ def _mark_ours(lines: list[str], state: list[str], known: _Known) -> None:
     """Lines of the answered mails that the client did not mark with ``>``."""
     cands = [i for i, s in enumerate(state) if s == OWN]
     norms = {i: normalise(lines[i]) for i in cands}
-    # single prefixed lines (TAB, "|") that are lines of ours
-    for i in cands:
-        if lines[i][:1] in ("\t", "|") and norms[i] in known.whole:
-            state[i] = QUOTE
+    _mark_prefixed(lines, state, cands, norms, known)
     # runs of >= 2 lines that read as a stretch of our mail; lines the client
     # marked with ">" may sit in the run (our mail's own "> " echo lines)
     seq = [i for i, st in enumerate(state) if st in (OWN, QUOTE)]
     norms.update({i: normalise(lines[i]) for i in seq if i not in norms})
     k = 0
     while k < len(seq):
-        j = k
-        while (
-            j + 1 < len(seq)
-            and all(state[x] == BLANK for x in range(seq[j] + 1, seq[j + 1]))
-            and known.run_in_order([norms[c] for c in seq[k : j + 2]])
-        ):
-            j += 1
+        j = _run_end(seq, k, state, norms, known)
         run = seq[k : j + 1]
         unmarked = [c for c in run if state[c] == OWN]
         if len(run) >= 2 and any(norms[c] in known.prose for c in unmarked):
@@ -311,6 +303,26 @@ def _mark_ours(lines: list[str], state: list[str], known: _Known) -> None:
             k += 1
 
 
+def _mark_prefixed(lines: list[str], state: list[str], cands: list[int], norms: dict[int, str], known: _Known) -> None:
+    """Single prefixed lines (TAB, ``|``) that are lines of ours become quote."""
+    for i in cands:
+        if lines[i][:1] in ("\t", "|") and norms[i] in known.whole:
+            state[i] = QUOTE
+
+
+def _run_end(seq: list[int], k: int, state: list[str], norms: dict[int, str], known: _Known) -> int:
+    """The last index into ``seq`` of the run starting at ``seq[k]``: lines
+    with only blank lines between them that read, in order, as our mail."""
+    j = k
+    while (
+        j + 1 < len(seq)
+        and all(state[x] == BLANK for x in range(seq[j] + 1, seq[j + 1]))
+        and known.run_in_order([norms[c] for c in seq[k : j + 2]])
+    ):
+        j += 1
+    return j
+
+
 def classify(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[tuple[str, str]]:
     """(state, line) for each line of ``body``: own, blank, quote or sig."""
     lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")[:MAX_SCAN_LINES]
@@ -319,12 +331,6 @@ def classify(body: str, sent: Sequence[SentMail] = (), domain: str | None = None
     names = _names(sent, domain)
     if sent:
         _mark_ours(lines, state, _Known(sent))
-
-    def rest_is_quote(start: int) -> None:
-        for x in range(start, n):
-            if state[x] != BLANK:
-                state[x] = QUOTE
-
     budget = [_LIB_MAX_TRIES]
     i = 0
     while i < n:
@@ -333,43 +339,70 @@ def classify(body: str, sent: Sequence[SentMail] = (), domain: str | None = None
             continue
         line = lines[i]
         if _outlook_header_at(lines, state, i, names):
-            rest_is_quote(i)
+            _mark_rest(state, i, QUOTE)
             break
-        span = 0
-        if _is_attribution(line, names, budget):
-            span = 1
-        elif (
-            i + 1 < n
-            and state[i + 1] == OWN
-            and len(line.strip()) >= _WRAPPED_MIN_CHARS
-            and len(lines[i + 1].strip()) <= _WRAP_TAIL_MAX_CHARS
-            and _is_attribution(line + " " + lines[i + 1], names, budget)
-        ):
-            span = 2  # a long attribution the client wrapped (Gmail does at 78 characters)
+        span = _attribution_span(lines, state, i, names, budget)
         if span:
             for x in range(i, i + span):
                 state[x] = QUOTE
-            j = i + span
-            while j < n and state[j] == BLANK:
-                j += 1
-            if j < n and state[j] == OWN and not lines[j].startswith("\t"):
-                rest_is_quote(j)  # an unmarked quote we could not place: all of it
+            i = _quote_after_attribution(lines, state, i + span)
+            if i >= n:
                 break
-            while j < n and (state[j] in (QUOTE, BLANK) or lines[j].startswith("\t")):
-                if state[j] == OWN:
-                    state[j] = QUOTE
-                j += 1
-            i = j
             continue
         if line.rstrip() == "--":
-            for x in range(i, n):
-                if state[x] != BLANK:
-                    state[x] = SIG
+            _mark_rest(state, i, SIG)
             break
-        if len(line.strip()) <= _DEVICE_MAX_CHARS and (_DEVICE_LINE.match(line) or (_LIB_DEVICE and _LIB_DEVICE.match(line))):
+        if _is_device_line(line):
             state[i] = SIG
         i += 1
     return list(zip(state, lines, strict=True))
+
+
+def _mark_rest(state: list[str], start: int, mark: str) -> None:
+    """Every line from ``start`` to the end that is not blank becomes ``mark``."""
+    for x in range(start, len(state)):
+        if state[x] != BLANK:
+            state[x] = mark
+
+
+def _attribution_span(lines: list[str], state: list[str], i: int, names: set[str], budget: list[int]) -> int:
+    """How many lines the attribution at ``lines[i]`` takes: 1, 2 (wrapped)
+    or 0 (none there)."""
+    line = lines[i]
+    if _is_attribution(line, names, budget):
+        return 1
+    if (
+        i + 1 < len(lines)
+        and state[i + 1] == OWN
+        and len(line.strip()) >= _WRAPPED_MIN_CHARS
+        and len(lines[i + 1].strip()) <= _WRAP_TAIL_MAX_CHARS
+        and _is_attribution(line + " " + lines[i + 1], names, budget)
+    ):
+        return 2  # a long attribution the client wrapped (Gmail does at 78 characters)
+    return 0
+
+
+def _quote_after_attribution(lines: list[str], state: list[str], j: int) -> int:
+    """Mark the quoted block that follows an attribution ending before
+    ``lines[j]``; returns where reading goes on (the number of lines if an
+    unmarked quote follows: then all the rest is quote)."""
+    n = len(lines)
+    while j < n and state[j] == BLANK:
+        j += 1
+    if j < n and state[j] == OWN and not lines[j].startswith("\t"):
+        _mark_rest(state, j, QUOTE)  # an unmarked quote we could not place: all of it
+        return n
+    while j < n and (state[j] in (QUOTE, BLANK) or lines[j].startswith("\t")):
+        if state[j] == OWN:
+            state[j] = QUOTE
+        j += 1
+    return j
+
+
+def _is_device_line(line: str) -> bool:
+    """A line a device or app adds below the message ("Sent from my iPhone")."""
+    return len(line.strip()) <= _DEVICE_MAX_CHARS and bool(
+        _DEVICE_LINE.match(line) or (_LIB_DEVICE and _LIB_DEVICE.match(line)))
 
 
 def own_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[tuple[int, str]]:

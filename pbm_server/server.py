@@ -47,6 +47,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import fields
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from pbm_server.compose import Composer
@@ -101,7 +102,7 @@ class Backend:
     def __init__(self, index: int, parts: tuple[str, ...]):
         self.index = index
         self.parts = parts
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.wake_w: int | None = None
 
 #: "streams in": a commit of at least INTAKE_GROUP mails within INTAKE_WINDOW seconds
@@ -347,7 +348,7 @@ class Server:
     def serve_forever(self) -> None:
         done = threading.Event()
 
-        def _signal(signum, frame):
+        def _signal(signum: int, frame: FrameType | None) -> None:
             done.set()
 
         signal.signal(signal.SIGINT, _signal)

@@ -16,7 +16,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 #: where a setting's value came from
 DEFAULT, FILE, ENVIRONMENT = "default", "file", "environment"
@@ -282,7 +282,7 @@ def env_name(name: str) -> str:
 
 
 def meaning(name: str) -> str:
-    return _FIELDS[name].metadata["meaning"]
+    return cast(str, _FIELDS[name].metadata["meaning"])
 
 
 def is_secret(name: str) -> bool:
@@ -327,30 +327,52 @@ def _suggest(key: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+#: name -> (value, source, how to name it in a problem)
+_Raw = dict[str, tuple[object, str, str]]
+
+
 def load(env: dict[str, str] | None = None) -> Loaded:
     """Read the settings; raise SettingsError listing every problem."""
     env = dict(os.environ if env is None else env)
     problems: list[str] = []
     warnings: list[str] = []
-    raw: dict[str, tuple[object, str, str]] = {}  # name -> (value, source, how to name it)
+    raw: _Raw = {}
     config = env.get("PBM_CONFIG") or None
     if config:
-        try:
-            with open(config, "rb") as fh:
-                document = tomllib.load(fh)
-        except OSError as exc:
-            problems.append(f"PBM_CONFIG: cannot read {config}: {exc.strerror or exc}")
-            document = {}
-        except tomllib.TOMLDecodeError as exc:
-            problems.append(f"PBM_CONFIG: {config} is not valid TOML: {exc}")
-            document = {}
-        for key, value in document.items():
-            name = key.lower()
-            if name not in _FIELDS:
-                known = ", ".join(sorted(_FIELDS))
-                problems.append(f"{config}: unknown setting {key!r}{_suggest(name)}; known settings: {known}")
-                continue
-            raw[name] = (value, FILE, f"{config}: {name}")
+        _read_config(config, raw, problems)
+    _read_env(env, raw, warnings)
+    values, sources = _checked(raw, config, problems)
+    if bool(values.get("relay_user")) != bool(values.get("relay_password_file")):
+        problems.append("PBM_RELAY_USER and PBM_RELAY_PASSWORD_FILE: give both (SMTP AUTH) or neither")
+    if problems:
+        raise SettingsError(problems)
+    return Loaded(Settings(**values), sources, config, warnings)
+
+
+def _read_config(config: str, raw: _Raw, problems: list[str]) -> None:
+    """The settings of the TOML file ``config`` into ``raw``; what cannot be
+    read or is no setting into ``problems``."""
+    try:
+        with open(config, "rb") as fh:
+            document = tomllib.load(fh)
+    except OSError as exc:
+        problems.append(f"PBM_CONFIG: cannot read {config}: {exc.strerror or exc}")
+        document = {}
+    except tomllib.TOMLDecodeError as exc:
+        problems.append(f"PBM_CONFIG: {config} is not valid TOML: {exc}")
+        document = {}
+    for key, value in document.items():
+        name = key.lower()
+        if name not in _FIELDS:
+            known = ", ".join(sorted(_FIELDS))
+            problems.append(f"{config}: unknown setting {key!r}{_suggest(name)}; known settings: {known}")
+            continue
+        raw[name] = (value, FILE, f"{config}: {name}")
+
+
+def _read_env(env: dict[str, str], raw: _Raw, warnings: list[str]) -> None:
+    """The PBM_ variables of ``env`` into ``raw`` (over the file's); a
+    warning for each that is no setting."""
     for key in sorted(env):
         if not key.startswith("PBM_"):
             continue
@@ -359,6 +381,11 @@ def load(env: dict[str, str] | None = None) -> Loaded:
             raw[name] = (env[key], ENVIRONMENT, key)
         elif not key.startswith(NOT_SETTINGS):
             warnings.append(f"{key} is not a setting and is ignored{_suggest_env(name)}")
+
+
+def _checked(raw: _Raw, config: str | None, problems: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The accepted values of ``raw`` converted to their fields' types, and
+    where every setting came from; a problem for each value not accepted."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {name: DEFAULT for name in _FIELDS}
     for name, (value, source, label) in raw.items():
@@ -376,11 +403,7 @@ def load(env: dict[str, str] | None = None) -> Loaded:
             continue
         values[name] = converted
         sources[name] = source if source == ENVIRONMENT else f"{FILE} {config}"
-    if bool(values.get("relay_user")) != bool(values.get("relay_password_file")):
-        problems.append("PBM_RELAY_USER and PBM_RELAY_PASSWORD_FILE: give both (SMTP AUTH) or neither")
-    if problems:
-        raise SettingsError(problems)
-    return Loaded(Settings(**values), sources, config, warnings)
+    return values, sources
 
 
 def _suggest_env(name: str) -> str:

@@ -16,8 +16,11 @@ import time
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from pbm_server import clock
+from pbm_server.bounces import TellGM
+from pbm_server.db import Database
 from pbm_server.models import InboundMail, OutboundMail
 from pbm_server.settings import Settings
 
@@ -29,27 +32,27 @@ FLUSH_EVERY = 5.0
 
 
 class ShuntNotices:
-    def __init__(self, settings: Settings, tell_gm):
+    def __init__(self, settings: Settings, tell_gm: TellGM):
         self.settings = settings
         self.tell_gm = tell_gm  # tell_gm(session, what, details, now, kind=...)
         self._next_flush = 0.0
 
     @staticmethod
-    def _last(s) -> OutboundMail | None:
+    def _last(s: Session) -> OutboundMail | None:
         """The last summary (its inbound_id: the last mail it listed)."""
         return s.scalar(select(OutboundMail).where(OutboundMail.kind == KIND).order_by(OutboundMail.id.desc()).limit(1))
 
-    def _due(self, s, now: datetime) -> tuple[bool, OutboundMail | None]:
+    def _due(self, s: Session, now: datetime) -> tuple[bool, OutboundMail | None]:
         last = self._last(s)
         return last is None or now - last.created_at >= timedelta(seconds=self.settings.gm_shunt_notice_seconds), last
 
-    def shunted(self, s, now: datetime) -> None:
+    def shunted(self, s: Session, now: datetime) -> None:
         """A mail was just shunted (in session ``s``): summarise now if due."""
         due, last = self._due(s, now)
         if due:
             self._summary(s, now, last)
 
-    def flush(self, db) -> None:
+    def flush(self, db: Database) -> None:
         """Send a due summary of mails shunted since the last one (idle worker)."""
         if not self.settings.gm_address or time.monotonic() < self._next_flush:
             return
@@ -65,13 +68,13 @@ class ShuntNotices:
                 self._summary(s, now, last)
 
     @staticmethod
-    def _since(s, last: OutboundMail | None) -> list[InboundMail]:
+    def _since(s: Session, last: OutboundMail | None) -> list[InboundMail]:
         q = select(InboundMail).where(InboundMail.status == "shunted")
         if last is not None:
             q = q.where(InboundMail.id > (last.inbound_id or 0))
         return list(s.scalars(q.order_by(InboundMail.id)))
 
-    def _summary(self, s, now: datetime, last: OutboundMail | None) -> None:
+    def _summary(self, s: Session, now: datetime, last: OutboundMail | None) -> None:
         rows = self._since(s, last)
         if not rows:
             return

@@ -68,7 +68,7 @@ class CredentialGate:
     sender: str
     now: datetime
     #: notify(session, account, until): mail the owner of a locked-out account
-    on_lockout: Callable | None = None
+    on_lockout: Callable[[Session, Account | Credentials, datetime], None] | None = None
     #: account key -> (the password checked, its verdict)
     checked: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: for the reply: what was refused and why (no secrets in here)

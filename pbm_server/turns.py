@@ -7,13 +7,15 @@ reports), so ``history`` can show it and ``turn rollback`` can undo it.
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
-from games.base import ALL_PLAYERS, Context, GameError, Outcome
+from games.base import ALL_PLAYERS, Context, GameError, Outcome, Rules, State
 from pbm_server.compose import Rendered
 from pbm_server.errors import DeskError
 from pbm_server.gamestate import record_outcome, save_state, set_deadline
@@ -103,12 +105,7 @@ def run_turn(
 ) -> Outcome:
     """Run the game's open turn in the caller's transaction."""
     rules = get_rules(game.kind)
-    if not rules.has_turns:
-        raise DeskError(f"{rules.title} has no turns: moves take effect when they arrive")
-    if game.status == "finished":
-        raise DeskError(f"{game.name} is finished")
-    if expected_turn is not None and expected_turn != game.turn:
-        raise DeskError(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
+    _check_runnable(rules, game, expected_turn)
     turn, seed = game.turn, game.turn_seed
     session.add(
         Snapshot(
@@ -117,14 +114,7 @@ def run_turn(
         )
     )
     state = json.loads(json.dumps(game.state))
-    try:
-        players = list(rules.players(state))
-        waiting = list(rules.waiting_for(state))
-    except Exception:
-        players, waiting = [], []
-    absent = absent_handles(session, players, now)
-    absent_keys = {h.lower() for h in absent}
-    no_orders = [h for h in waiting if h.lower() not in absent_keys]
+    absent, no_orders = _absent_and_missing(session, rules, state, now)
     rng = turn_rng(game)
     ctx = Context(now=now, rng=rng, turn=turn, game_name=game.name, absent=absent)
     try:
@@ -132,31 +122,10 @@ def run_turn(
     except GameError as exc:
         raise DeskError(str(exc)) from None
     save_state(game, outcome.state, now)
-    revealed = None
-    if outcome.turn_done:
-        game.turn += 1
-        # a turn whose seed's hash was published before a rollback keeps that seed
-        game.turn_seed = committed_seed(session, game, game.turn) or new_seed()
-        game.rng_state = None
-        revealed = seed
-    else:
-        keep_rng(game, rng)
+    revealed = _advance(session, game, outcome, seed, rng)
     record_outcome(session, game, outcome, now, actor)
-    if game.deadline and game.status != "finished" and (
-        outcome.turn_done or game.next_deadline is None or game.next_deadline <= now
-    ):
-        # the deadline of this turn is used up, also when the turn ran early;
-        # a turn that did not complete before its deadline (by hand, or early)
-        # keeps the deadline it had.  One that did not complete at its
-        # deadline moves on, or it would be tried again at every pass.
-        set_deadline(game, game.deadline, max(now, game.next_deadline or now))
-    common = []
-    if outcome.turn_done and no_orders:
-        common.append(f"No orders for {rules.turn_name} {turn} from: {some_names(no_orders)}")
-    if outcome.turn_done and absent:
-        common.append(f"On vacation (kept out of the no-order rules): {some_names(absent)}")
-    common.append(seed_footer(game, revealed))
-    common_text = "\n".join(common)
+    _use_up_deadline(game, outcome, now)
+    common_text = _common_footer(rules, game, turn, outcome, no_orders, absent, revealed)
 
     def footer(acc: Account) -> str:
         if game.next_deadline is None:
@@ -169,18 +138,7 @@ def run_turn(
         # the players of a large game got their own parts; observers get the
         # public whole (Rules.public_reports still decides what of it they see)
         mailer.send_to_observers(session, game, rules, [outcome.record], now)
-    to_all = all(n.to == [ALL_PLAYERS] for n in outcome.notices if n.kind == "report")
-    if outcome.record is not None:
-        # a large game: the players got their own parts, this is the whole report
-        report: str | None = mailer.composer.render(outcome.record.template, outcome.record.data, game.kind,
-                                                    html=False).text if outcome.record.template else outcome.record.text
-        report = (report or "") + "\n\n" + common_text
-    elif reports.same() and to_all:
-        report = reports.first  # everybody got the same: it is public
-    elif not reports.texts and outcome.notices and outcome.notices[0].text:
-        report = outcome.notices[0].text + "\n\n" + common_text
-    else:
-        report = None
+    report = _public_report(mailer, game, outcome, reports, common_text)
     after = Snapshot(game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed,
                      report=report, created_at=now)
     session.add(after)
@@ -192,6 +150,83 @@ def run_turn(
         detail += f"; no orders from {', '.join(no_orders)}"
     audit(session, now, actor, "turn run", detail, game)
     return outcome
+
+
+def _check_runnable(rules: Rules[Any], game: Game, expected_turn: int | None) -> None:
+    """Raise DeskError if the game has no open turn to run (or not the one expected)."""
+    if not rules.has_turns:
+        raise DeskError(f"{rules.title} has no turns: moves take effect when they arrive")
+    if game.status == "finished":
+        raise DeskError(f"{game.name} is finished")
+    if expected_turn is not None and expected_turn != game.turn:
+        raise DeskError(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
+
+
+def _absent_and_missing(session: Session, rules: Rules[Any], state: State, now: datetime) -> tuple[frozenset[str], list[str]]:
+    """The players on vacation at ``now``, and those the game still waits
+    for who are not (a state the rules cannot read: nobody)."""
+    try:
+        players = list(rules.players(state))
+        waiting = list(rules.waiting_for(state))
+    except Exception:
+        players, waiting = [], []
+    absent = absent_handles(session, players, now)
+    absent_keys = {h.lower() for h in absent}
+    return absent, [h for h in waiting if h.lower() not in absent_keys]
+
+
+def _advance(session: Session, game: Game, outcome: Outcome, seed: str, rng: random.Random) -> str | None:
+    """Move the game to its next turn if this one is done (returning the
+    seed now revealed), or keep the random stream where the run left it."""
+    if not outcome.turn_done:
+        keep_rng(game, rng)
+        return None
+    game.turn += 1
+    # a turn whose seed's hash was published before a rollback keeps that seed
+    game.turn_seed = committed_seed(session, game, game.turn) or new_seed()
+    game.rng_state = None
+    return seed
+
+
+def _use_up_deadline(game: Game, outcome: Outcome, now: datetime) -> None:
+    """Set the next deadline if the run used up this turn's."""
+    if game.deadline and game.status != "finished" and (
+        outcome.turn_done or game.next_deadline is None or game.next_deadline <= now
+    ):
+        # the deadline of this turn is used up, also when the turn ran early;
+        # a turn that did not complete before its deadline (by hand, or early)
+        # keeps the deadline it had.  One that did not complete at its
+        # deadline moves on, or it would be tried again at every pass.
+        set_deadline(game, game.deadline, max(now, game.next_deadline or now))
+
+
+def _common_footer(rules: Rules[Any], game: Game, turn: int, outcome: Outcome, no_orders: list[str],
+                   absent: frozenset[str], revealed: str | None) -> str:
+    """The footer every report of the turn gets: who sent no orders, who
+    was on vacation, the seed lines."""
+    common = []
+    if outcome.turn_done and no_orders:
+        common.append(f"No orders for {rules.turn_name} {turn} from: {some_names(no_orders)}")
+    if outcome.turn_done and absent:
+        common.append(f"On vacation (kept out of the no-order rules): {some_names(absent)}")
+    common.append(seed_footer(game, revealed))
+    return "\n".join(common)
+
+
+def _public_report(mailer: Mailer, game: Game, outcome: Outcome, reports: Reports, common_text: str) -> str | None:
+    """The turn's report the after-snapshot keeps for all to see, or None if
+    the players got different ones (each player's is kept instead)."""
+    to_all = all(n.to == [ALL_PLAYERS] for n in outcome.notices if n.kind == "report")
+    if outcome.record is not None:
+        # a large game: the players got their own parts, this is the whole report
+        report: str | None = mailer.composer.render(outcome.record.template, outcome.record.data, game.kind,
+                                                    html=False).text if outcome.record.template else outcome.record.text
+        return (report or "") + "\n\n" + common_text
+    if reports.same() and to_all:
+        return reports.first  # everybody got the same: it is public
+    if not reports.texts and outcome.notices and outcome.notices[0].text:
+        return outcome.notices[0].text + "\n\n" + common_text
+    return None
 
 
 def committed_seed(session: Session, game: Game, turn: int) -> str | None:

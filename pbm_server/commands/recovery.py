@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 from games.base import Line, Result
 from pbm_server import confirm
@@ -42,7 +43,7 @@ def is_gm_account(ctx: ServerContext, acc: Account) -> bool:
     return bool(gm) and acc.email == gm
 
 
-def send_account_mail(ctx: ServerContext, to: str, handle: str, subject: str, template: str, data: dict) -> None:
+def send_account_mail(ctx: ServerContext, to: str, handle: str, subject: str, template: str, data: dict[str, Any]) -> None:
     """A mail of its own to ``to`` (never part of the reply to the sender)."""
     body = ctx.composer.render(f"server/{template}", {"gm": ctx.settings.gm_address, **data})
     mid, raw = ctx.composer.message(to_addr=to, to_name=handle, from_local="pbm", subject=subject, body=body,
