@@ -25,3 +25,9 @@ def get_rules(kind: str) -> Rules[Any]:
         raise KeyError(kind)
     rules: Rules[Any] = importlib.import_module(KINDS[kind]).RULES
     return rules
+
+
+def prefixed_kinds() -> list[str]:
+    """Kinds whose lines may also be mailed to pbm@DOMAIN, each starting with
+    the kind's name (pbmserv style: "curio move 101 ..."): Rules.pbm_prefix."""
+    return [kind for kind in KINDS if get_rules(kind).pbm_prefix]

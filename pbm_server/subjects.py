@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from games import prefixed_kinds
 from games.base import Result
 
 SERVER_HEAD = "pbm-server"
@@ -50,10 +51,11 @@ class SubjectFacts:
 
 def _names(results: Sequence[Result]) -> str:
     names: list[str] = []
+    prefixed = prefixed_kinds()
     for r in results:
         words = r.text.split()
-        if len(words) > 1 and words[0].lower() == "curio":
-            words = words[1:]  # pbmserv style: "curio move 101 ..."
+        if len(words) > 1 and words[0].lower() in prefixed:
+            words = words[1:]  # pbmserv style: "KIND move 101 ..." (Rules.pbm_prefix)
         name = words[0] if words else "?"
         name = "".join(ch for ch in name if ch.isalnum() or ch in "-_")[:20] or "?"
         if name not in names:
