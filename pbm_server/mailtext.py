@@ -84,7 +84,7 @@ def _decode_part(part: Message) -> str:
             continue
         try:
             return payload.decode(candidate)
-        except (LookupError, UnicodeDecodeError):
+        except (LookupError, ValueError):  # ValueError: a charset name with a NUL in it
             continue
     return payload.decode("latin-1", errors="replace")
 

@@ -195,3 +195,11 @@ def test_fuzzed_mails_through_the_server(pbm):
             assert replies == 1 or (note or "").startswith("not answered"), (row_id, note)
         else:
             assert note, f"inbox {row_id} was {status} without a reason"
+
+
+def test_a_charset_name_with_a_null_character_is_read_as_utf8():
+    # found by test_mail_parser_on_mutated_mails: bytes.decode raised ValueError, not LookupError
+    raw = (b"From: carol@example.org\r\nTo: pbm@pbm.test\r\nMIME-Version: 1.0\r\n"
+           b"Content-Type: text/plain; charset=\"utf\x00-8\"\r\nContent-Transfer-Encoding: 8bit\r\n\r\nhelp\r\n")
+    mail = read_mail(raw, "carol@example.org")
+    assert mail.body.strip() == "help"
