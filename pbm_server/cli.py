@@ -20,16 +20,15 @@ from sqlalchemy.orm import Session
 
 from games import KINDS, get_rules
 from games.base import Actor, Context, GameError, Line
-from games.names import name_key
-from pbm_server import __version__, clock
+from pbm_server import __version__, accounts, clock
 from pbm_server import settings as settings_mod
 from pbm_server.compose import Composer
 from pbm_server.creation import create_game
 from pbm_server.db import EXCLUSIVE, Database
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused, undone
 from pbm_server.inbound import store_messages
 from pbm_server.localtime import show_time
-from pbm_server.lookup import account_by_handle, audit, find_game, lookalike_refusal, player_count
+from pbm_server.lookup import account_by_handle, audit, find_game, player_count
 from pbm_server.models import Account, Game, InboundMail, MailHold, OutboundMail
 from pbm_server.moves import apply_commands
 from pbm_server.notices import Mailer
@@ -279,9 +278,6 @@ def account() -> None:
 @pass_env
 def account_add(env: Env, handle: str, email: str | None, gm: bool, password: str) -> None:
     """Register HANDLE at EMAIL, no confirmation needed (with --gm: the GM's account at PBM_GM_ADDRESS)."""
-    from pbm_server.commands.account import HANDLE_RE
-    from pbm_server.passwords import MIN_PASSWORD
-
     gm_address = env.settings.gm_address.lower()
     if gm:
         if not gm_address:
@@ -291,50 +287,25 @@ def account_add(env: Env, handle: str, email: str | None, gm: bool, password: st
         email = gm_address
     elif not email:
         fail("give the account's address: pbm account add HANDLE EMAIL (or --gm for the game master)", EX_USAGE)
-    if not HANDLE_RE.match(handle):
-        fail(f"{handle!r} cannot be a handle")
-    if len(password) < MIN_PASSWORD:
-        fail(f"a password needs at least {MIN_PASSWORD} characters")
+    try:
+        accounts.check_new(handle, password)
+    except ServerRefused as exc:
+        fail(str(exc))
     now = clock.now()
     with env.db.write(world=EXCLUSIVE) as s:
-        if account_by_handle(s, handle) or s.scalar(select(Account).where(Account.email == email.lower())):
-            fail("that handle or address is registered already")
-        lookalike = lookalike_refusal(s, handle)
-        if lookalike:
-            fail(lookalike)
-        s.add(Account(handle=handle, handle_key=handle.lower(), handle_skeleton=name_key(handle), email=email.lower(),
-                      password_hash=hash_password(password), created_at=now))
+        try:
+            accounts.add(s, handle, email, password, now)
+        except ServerRefused as exc:
+            fail(str(exc))
         audit(s, now, "cli", "account add", f"{handle} <{email.lower()}>")
     click.echo(f"{handle} <{email.lower()}> registered")
 
 
-REMOVED_DOMAIN = "removed.invalid"
-
-
-def _is_removed(acc: Account) -> bool:
-    return acc.email.endswith("@" + REMOVED_DOMAIN)
-
-
-def _account_or_fail(s: Session, handle: str) -> Account:
-    acc = account_by_handle(s, handle)
-    if acc is None:
-        fail(f"there is no account {handle!r} (pbm account list shows them)")
-    if _is_removed(acc):
-        fail(f"the account {acc.handle} was removed; its handle stays reserved for its game history")
-    return acc
-
-
-def _games_played(s: Session, acc: Account) -> list[str]:
-    """The running (or paused) games ``acc`` plays in now."""
-    names = []
-    for g in s.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all():
-        try:
-            players = get_rules(g.kind).players(g.state)
-        except Exception:
-            continue
-        if any(h.lower() == acc.handle_key for h in players):
-            names.append(g.name)
-    return names
+def _account_or_fail(s: Session, handle: str, *, removed: bool = False) -> Account:
+    try:
+        return accounts.find(s, handle, removed=removed)
+    except ServerRefused as exc:
+        fail(str(exc))
 
 
 def _new_password() -> str:
@@ -351,12 +322,12 @@ def _new_password() -> str:
 @pass_env
 def account_list(env: Env) -> None:
     """Every account: handle, address, registered, and the GM's and removed ones marked."""
-    gm = (env.settings.gm_address or "").lower()
     with env.db.write(world=EXCLUSIVE) as s:
-        rows = s.scalars(select(Account).order_by(Account.handle_key)).all()
+        rows = accounts.everyone(s)
         for acc in rows:
-            mark = " (game master)" if gm and acc.email == gm else " (removed)" if _is_removed(acc) else ""
-            shown = "-" if _is_removed(acc) else acc.email
+            removed = accounts.is_removed(acc)
+            mark = " (game master)" if accounts.is_gm(env.settings, acc) else " (removed)" if removed else ""
+            shown = "-" if removed else acc.email
             click.echo(f"{acc.handle:<20} {shown:<40} registered {acc.created_at:%Y-%m-%d}{mark}")
         if not rows:
             click.echo("no accounts yet")
@@ -368,26 +339,19 @@ def account_list(env: Env) -> None:
 @pass_env
 def account_show(env: Env, handle: str) -> None:
     """One account: address, time zone, vacation, games played and observed, open codes (never the codes)."""
-    from pbm_server.models import Confirmation, Observer
-
     with env.db.write(world=EXCLUSIVE) as s:
-        acc = account_by_handle(s, handle)
-        if acc is None:
-            fail(f"there is no account {handle!r} (pbm account list shows them)")
+        acc = _account_or_fail(s, handle, removed=True)
         now = clock.now()
         click.echo(f"handle:      {acc.handle}")
-        click.echo(f"address:     {'- (removed)' if _is_removed(acc) else acc.email}")
+        click.echo(f"address:     {'- (removed)' if accounts.is_removed(acc) else acc.email}")
         click.echo(f"registered:  {acc.created_at:%Y-%m-%d %H:%M} UTC")
         click.echo(f"time zone:   {acc.timezone or 'UTC'}")
         if acc.absent_from and acc.absent_to and acc.absent_to > now:
             click.echo(f"vacation:    {acc.absent_from:%Y-%m-%d %H:%M} to {acc.absent_to:%Y-%m-%d %H:%M} UTC")
-        click.echo(f"plays in:    {', '.join(_games_played(s, acc)) or 'no running game'}")
-        watched = s.scalars(select(Game.name).join(Observer, Observer.game_id == Game.id)
-                            .where(Observer.account_id == acc.id).order_by(Game.name)).all()
+        click.echo(f"plays in:    {', '.join(accounts.games_played(s, acc)) or 'no running game'}")
+        watched = [g.name for g in accounts.observed(s, acc.id)]
         click.echo(f"observes:    {', '.join(watched) or 'nothing'}")
-        open_codes = s.scalars(select(Confirmation).where(Confirmation.handle == acc.handle,
-                                                          Confirmation.expires_at > now)).all()
-        for c in open_codes:
+        for c in accounts.open_codes(s, acc, now):
             click.echo(f"open code:   {c.purpose} to {c.email}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC")
         audit(s, now, "cli", "account show", acc.handle)
 
@@ -398,9 +362,7 @@ def account_show(env: Env, handle: str) -> None:
 @pass_env
 def account_set_password(env: Env, handle: str, extra: tuple[str, ...]) -> None:
     """Set HANDLE's password: read from a prompt, or one line of standard input (never an argument)."""
-    from pbm_server.models import AuthThrottle
     from pbm_server.passwords import password_problem
-    from pbm_server.throttle import account_key
 
     if extra:  # never echoed: it may be the password
         fail("the password is never taken from the command line (it would stay in the shell history and the "
@@ -416,10 +378,7 @@ def account_set_password(env: Env, handle: str, extra: tuple[str, ...]) -> None:
     now = clock.now()
     with env.db.write(world=EXCLUSIVE) as s:
         acc = _account_or_fail(s, handle)
-        acc.password_hash = hashed
-        stale = s.get(AuthThrottle, account_key(acc.handle))
-        if stale is not None:
-            s.delete(stale)
+        accounts.set_password(s, acc, hashed, unlock=True)
         audit(s, now, "cli", "account set-password", acc.handle)
         name = acc.handle
     click.echo(f"the password of {name} is set")
@@ -431,31 +390,18 @@ def account_set_password(env: Env, handle: str, extra: tuple[str, ...]) -> None:
 @pass_env
 def account_set_email(env: Env, handle: str, address: str) -> None:
     """Move HANDLE to ADDRESS at once (no confirmation mail; tell the player)."""
-    from sqlalchemy import delete
-
-    from pbm_server.commands.recovery import ADDRESS_RE
-    from pbm_server.models import Confirmation
-
     new = address.strip("<>").lower()
-    if not ADDRESS_RE.match(new):
+    if not accounts.ADDRESS_RE.match(new):
         fail(f"{address!r} is not an e-mail address (expected e.g. alice@example.org)", EX_USAGE)
-    gm = (env.settings.gm_address or "").lower()
     if new.endswith("@" + env.settings.domain.lower()):
         fail(f"{new} is an address of this server (PBM_DOMAIN); give the player's own", EX_USAGE)
     now = clock.now()
     with env.db.write(world=EXCLUSIVE) as s:
         acc = _account_or_fail(s, handle)
-        if gm and acc.email == gm:
-            fail("the game master's account lives at PBM_GM_ADDRESS: change that setting and "
-                 "recreate the account (pbm account add --gm)")
-        if gm and new == gm:
-            fail(f"{new} is PBM_GM_ADDRESS, the game master's address; give the player's own")
-        other = s.scalar(select(Account).where(Account.email == new))
-        if other is not None:
-            fail(f"{new} is registered already (as {other.handle}); one account per address")
-        old = acc.email
-        acc.email = new
-        s.execute(delete(Confirmation).where(Confirmation.handle == acc.handle, Confirmation.purpose != "register"))
+        try:
+            old = accounts.move(s, env.settings, acc, new)
+        except ServerRefused as exc:
+            fail(str(exc))
         audit(s, now, "cli", "account set-email", f"{acc.handle}: {old} -> {new}")
         name = acc.handle
     click.echo(f"{name} is now at {new} (was {old})")
@@ -467,34 +413,20 @@ def account_set_email(env: Env, handle: str, address: str) -> None:
 def account_remove(env: Env, handle: str) -> None:
     """Remove HANDLE (refused while it plays a running game).  An account that
     played before keeps its handle reserved, without address or password."""
-    from sqlalchemy import delete
-
-    from pbm_server.models import AuthThrottle, Confirmation, Membership, Observer
-
     now = clock.now()
     with env.db.write(world=EXCLUSIVE) as s:
         acc = _account_or_fail(s, handle)
-        playing = _games_played(s, acc)
-        if playing:
-            fail(f"{acc.handle} plays in {', '.join(playing)}: take them out first "
-                 f"(pbm game remove-player NAME {acc.handle}); nothing was changed")
-        name = acc.handle
-        s.execute(delete(Observer).where(Observer.account_id == acc.id))
-        s.execute(delete(Confirmation).where(Confirmation.handle == acc.handle))
-        s.execute(delete(AuthThrottle).where(AuthThrottle.key.in_(
-            [f"acct:{acc.handle_key}", f"forgot:{acc.handle_key}"])))
-        played = s.scalar(select(Membership.id).where(Membership.account_id == acc.id).limit(1)) is not None
-        if played:
-            old = acc.email
-            acc.email = f"removed-{acc.id}@{REMOVED_DOMAIN}"
-            acc.password_hash = "!removed"
-            acc.absent_from = acc.absent_to = None
+        name, old = acc.handle, acc.email
+        try:
+            kept = accounts.remove(s, acc)
+        except ServerRefused as exc:
+            fail(str(exc))
+        if kept:
             audit(s, now, "cli", "account remove", f"{name} <{old}>: address and password removed, handle kept")
             said = (f"{name} removed: its address and password are gone; the handle stays reserved because it "
                     "appears in game histories")
         else:
-            audit(s, now, "cli", "account remove", f"{name} <{acc.email}>")
-            s.delete(acc)
+            audit(s, now, "cli", "account remove", f"{name} <{old}>")
             said = f"{name} removed"
     click.echo(said)
 
@@ -521,7 +453,7 @@ def game_new(env: Env, kind: str, name: str, options: tuple[str, ...], deadline:
         try:
             now = clock.now()
             g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli")
-        except DeskError as exc:
+        except ServerRefused as exc:
             fail(str(exc))
         click.echo(f"{g.kind} game {g.name} created: players mail {g.name}@{env.settings.domain}"
                    + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else "")
@@ -623,7 +555,7 @@ def game_import(env: Env, kind: str, name: str, file: TextIO, deadline: str | No
     with env.db.write(world=EXCLUSIVE) as s:
         try:
             g = create_game(s, kind, name, {}, deadline, clock.now(), state=state)
-        except DeskError as exc:
+        except ServerRefused as exc:
             fail(str(exc))
         if options:
             g.options = options
@@ -662,18 +594,16 @@ def game_do(env: Env, name: str, lines: tuple[str, ...]) -> None:
 
 def _desk(env: Env, name: str, op: DeskOp, *, read: bool = False) -> str:
     """Run ``op(session, game, mailer, now)`` on game NAME in one transaction."""
-    from pbm_server.errors import DeskError as _DeskError
-
     ctx = env.db.read() if read else env.db.write(world=EXCLUSIVE)
     with ctx as s:
         g = find_game(s, name)
         if g is None:
             fail(f"no game named {name}")
         try:
-            with s.begin_nested():
+            with undone(s):
                 return op(s, g, env.mailer(), clock.now())
-        except _DeskError as exc:
-            fail(f"{exc}" + ("" if "nothing" in str(exc) else "; nothing was changed"))
+        except ServerRefused as exc:
+            fail(str(exc))
 
 
 @game.command("set")
@@ -821,7 +751,7 @@ def turn_run(env: Env, name: str, expected: int | None) -> None:
             rules = get_rules(g.kind)
             turn_no = g.turn
             outcome = run_turn(s, g, env.mailer(), clock.now(), actor="cli", expected_turn=expected)
-        except DeskError as exc:
+        except ServerRefused as exc:
             fail(str(exc))
         what = "processed" if outcome.turn_done else (
             f"not run: the game did not complete its turn ({why_not_done(outcome)}); "

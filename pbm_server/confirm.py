@@ -35,6 +35,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from games.names import name_key
+from pbm_server import accounts
 from pbm_server.models import Account, Confirmation
 
 #: Crockford's base 32: no I, L, O or U to misread
@@ -152,10 +153,7 @@ def confirm(session: Session, email: str, code: str, now: datetime) -> Confirmed
                                 "register again with another")
     if session.scalar(select(Account).where(Account.email == email)) is not None:
         return Confirmed(False, "this address is registered already; one account per address")
-    account = Account(handle=pending.handle, handle_key=key, handle_skeleton=skel, email=email,
-                      password_hash=pending.password_hash,
-                      created_at=now)
-    session.add(account)
+    account = accounts.create(session, pending.handle, email, pending.password_hash, now)
     return Confirmed(True, f"you are registered as {pending.handle}. Put your password in game mails as $$password$$.",
                      account)
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from games import KINDS, get_rules
 from games.base import Context, GameError, Rules
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.gamestate import set_deadline
 from pbm_server.lookup import audit, find_game
 from pbm_server.models import Game, Snapshot
@@ -28,11 +28,11 @@ def parse_options(rules: Rules[Any], raw: dict[str, str]) -> dict[str, Any]:
     for key, value in raw.items():
         if key not in known:
             names = ", ".join(sorted(known)) or "none"
-            raise DeskError(f"{rules.kind} has no option {key!r} (options: {names})")
+            raise ServerRefused(f"{rules.kind} has no option {key!r} (options: {names})")
         try:
             out[key] = known[key].parse(value)
         except (ValueError, TypeError) as exc:
-            raise DeskError(f"option {key}={value!r}: {exc} ({known[key].help})") from None
+            raise ServerRefused(f"option {key}={value!r}: {exc} ({known[key].help})") from None
     return out
 
 
@@ -48,14 +48,14 @@ def create_game(
 ) -> Game:
     name = name.lower()
     if kind not in KINDS:
-        raise DeskError(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
+        raise ServerRefused(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
     if not NAME_RE.match(name) or name in RESERVED_NAMES:
-        raise DeskError(
+        raise ServerRefused(
             f"{name!r} cannot be a game name: use 2-41 letters, digits, '-' or '_', starting with a letter "
             f"(not {', '.join(sorted(RESERVED_NAMES))})"
         )
     if find_game(session, name):
-        raise DeskError(f"a game named {name!r} exists already")
+        raise ServerRefused(f"a game named {name!r} exists already")
     rules = get_rules(kind)
     options = parse_options(rules, raw_options)
     seed = new_seed()
@@ -63,7 +63,7 @@ def create_game(
         try:
             state = rules.new_game(options, Context(now=now, rng=rng_from_seed(seed), turn=1, game_name=name))
         except GameError as exc:
-            raise DeskError(str(exc)) from None
+            raise ServerRefused(str(exc)) from None
     game = Game(
         name=name,
         kind=kind,
@@ -79,7 +79,7 @@ def create_game(
     if rules.has_turns:
         set_deadline(game, deadline if deadline is not None else rules.default_deadline, now)
     elif deadline:
-        raise DeskError(f"{rules.title} has no turns, so it takes no deadline")
+        raise ServerRefused(f"{rules.title} has no turns, so it takes no deadline")
     session.add(game)
     session.flush()
     session.add(Snapshot(game_id=game.id, turn=1, phase="created", version=1, state=game.state, created_at=now))

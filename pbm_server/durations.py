@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 
 _DURATION = re.compile(r"^(\d+)\s*(m|min|mins|minutes?|h|hours?|d|days?)?$", re.I)
 
@@ -13,7 +13,7 @@ def parse_duration(text: str) -> int:
     """Minutes from '90m', '6h', '2d' or '0'."""
     m = _DURATION.match(text.strip())
     if not m or (m.group(2) is None and m.group(1) != "0"):
-        raise DeskError(f"{text!r} is not a duration: write e.g. 30m, 6h, 2d or 0")
+        raise ServerRefused(f"{text!r} is not a duration: write e.g. 30m, 6h, 2d or 0")
     n, unit = int(m.group(1)), (m.group(2) or "m").lower()
     return n * (1440 if unit.startswith("d") else 60 if unit.startswith("h") else 1)
 

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from games.base import Outcome
 from pbm_server.deadlines import DeadlineError, parse_deadline
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.lookup import account_by_handle, audit
 from pbm_server.models import Game, Membership, Order, StateEntry, remember_state, table
 
@@ -96,7 +96,7 @@ def set_deadline(game: Game, expr: str | None, now: datetime) -> None:
         game.deadline = expr
         game.next_deadline = dl.next_after(now, game.created_at)
     except DeadlineError as exc:
-        raise DeskError(str(exc)) from None
+        raise ServerRefused(str(exc)) from None
 
 
 def record_outcome(session: Session, game: Game, outcome: Outcome, now: datetime, actor: str, inbound_id: int | None = None) -> None:

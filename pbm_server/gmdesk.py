@@ -4,7 +4,7 @@
 ``remove_player`` and ``gm_do`` work on the caller's session, so the CLI
 (``pbm game ...``) and the GM's mail (``pbm_server.commands.desk``) run
 exactly the same code; each one writes an audit entry (who, when, what).  A
-refusal raises DeskError.
+refusal raises ServerRefused.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from games import get_rules
 from games.base import ALL_PLAYERS, Actor, Context, Line, Notice, Outcome
 from pbm_server.creation import create_game
 from pbm_server.durations import parse_duration, show_duration
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.gamestate import set_deadline
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle, audit
@@ -39,7 +39,7 @@ def parse_bool(text: str) -> bool:
         return True
     if t in ("off", "no", "false", "0"):
         return False
-    raise DeskError(f"{text!r} is not on or off")
+    raise ServerRefused(f"{text!r} is not on or off")
 
 
 def desk_summary(game: Game) -> str:
@@ -70,21 +70,21 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
         elif k == "press":
             press = value.strip().lower()
             if press not in ("on", "off", "broadcast"):
-                raise DeskError(f"press={value} is not a press setting: expected press=on (players may write to any "
+                raise ServerRefused(f"press={value} is not a press setting: expected press=on (players may write to any "
                                 "players of the game), press=broadcast (PRESS TO ALL only) or press=off")
         elif k == "anonymous":
             anonymous = parse_bool(value)
         elif k in {o.name for o in rules.options}:
-            raise DeskError(
+            raise ServerRefused(
                 f"{key} is an option of the {game.kind} game, fixed when the game was created; "
                 f"here you can set {DESK_USAGE}, "
                 f"or use the game's own GM commands (do {game.name} LINE)"
             )
         else:
-            raise DeskError(f"unknown setting {key!r}: expected {DESK_USAGE}")
+            raise ServerRefused(f"unknown setting {key!r}: expected {DESK_USAGE}")
     if deadline is not None:
         if not rules.has_turns and deadline.lower() != "none":
-            raise DeskError(f"{rules.title} has no turns, so it takes no deadline")
+            raise ServerRefused(f"{rules.title} has no turns, so it takes no deadline")
         set_deadline(game, deadline, now)
     if early is not None:
         game.early = early
@@ -164,7 +164,7 @@ def change_deadline(session: Session, mailer: Mailer, game: Game, expr: str, now
 
 def pause(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
     if game.status != "running":
-        raise DeskError(f"{game.name} is {game.status}, not running")
+        raise ServerRefused(f"{game.name} is {game.status}, not running")
     game.status = "paused"
     audit(session, now, actor, "game pause", game.name, game)
     tell_players(session, mailer, game, f"{game.name} is paused",
@@ -174,7 +174,7 @@ def pause(session: Session, mailer: Mailer, game: Game, now: datetime, actor: st
 
 def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
     if game.status != "paused":
-        raise DeskError(f"{game.name} is {game.status}, not paused")
+        raise ServerRefused(f"{game.name} is {game.status}, not paused")
     game.status = "running"
     if game.deadline:
         # the next deadline after the resume, never one the game had already
@@ -191,21 +191,21 @@ def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: s
 def _as_player(session: Session, mailer: Mailer, game: Game, handle: str, text: str, now: datetime) -> Outcome:
     acc = account_by_handle(session, handle)
     if acc is None:
-        raise DeskError(f"there is no account named {handle}; the player must register first")
+        raise ServerRefused(f"there is no account named {handle}; the player must register first")
     if game.status != "running":
-        raise DeskError(f"{game.name} is {game.status}; resume it first")
+        raise ServerRefused(f"{game.name} is {game.status}; resume it first")
     rules = get_rules(game.kind)
     commands = rules.parse([Line(1, text)])
     bad = [c.error for c in commands if c.error]
     if bad:
-        raise DeskError(f"{game.kind} does not accept {text!r}: {bad[0]}")
+        raise ServerRefused(f"{game.kind} does not accept {text!r}: {bad[0]}")
     ctx = Context(now=now, rng=random.Random(), actor=Actor(handle=acc.handle, email=acc.email, authenticated=True),
                   turn=game.turn, game_name=game.name, emails={acc.handle: acc.email})
     outcome = apply_commands(session, game, rules, commands, ctx, None)
     mailer.send_notices(session, game, rules, outcome.notices, now)
     refused = [r for r in outcome.results if not r.ok]
     if refused or not outcome.results:
-        raise DeskError(f"{game.name} refused {text!r} for {acc.handle}: " + (refused[0].message if refused else "no answer"))
+        raise ServerRefused(f"{game.name} refused {text!r} for {acc.handle}: " + (refused[0].message if refused else "no answer"))
     return outcome
 
 

@@ -42,7 +42,7 @@ from games import get_rules
 from games.base import Notice
 from pbm_server import clock
 from pbm_server.db import LOCK_SCHEDULER, SHARED, Database, game_key
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.localtime import show_time
 from pbm_server.lookup import account_by_handle, audit
 from pbm_server.models import Game, InboundMail, Order, SchedulerFault
@@ -243,10 +243,10 @@ class Scheduler:
                                  f"to run it sooner: pbm turn run {game.name} --turn {game.turn}"),
                 ], now)
         except Exception as exc:
-            # the game refused (DeskError) or failed: nothing of the turn is
+            # the game refused (ServerRefused) or failed: nothing of the turn is
             # kept; the deadline is taken off so it is not retried every
             # pass, and the GM is told
-            if not isinstance(exc, DeskError):
+            if not isinstance(exc, ServerRefused):
                 log.exception("turn of %s failed", game.name)
             else:
                 log.warning("turn of %s not run: %s", game.name, exc)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from games import get_rules
 from games.base import ALL_PLAYERS, Context, GameError, Outcome, Rules, State
 from pbm_server.compose import Rendered
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.gamestate import record_outcome, save_state, set_deadline
 from pbm_server.localtime import show_time
 from pbm_server.lookup import audit
@@ -120,7 +120,7 @@ def run_turn(
     try:
         outcome = rules.run_turn(state, ctx)
     except GameError as exc:
-        raise DeskError(str(exc)) from None
+        raise ServerRefused(str(exc)) from None
     save_state(game, outcome.state, now)
     revealed = _advance(session, game, outcome, seed, rng)
     record_outcome(session, game, outcome, now, actor)
@@ -153,13 +153,13 @@ def run_turn(
 
 
 def _check_runnable(rules: Rules[Any], game: Game, expected_turn: int | None) -> None:
-    """Raise DeskError if the game has no open turn to run (or not the one expected)."""
+    """Raise ServerRefused if the game has no open turn to run (or not the one expected)."""
     if not rules.has_turns:
-        raise DeskError(f"{rules.title} has no turns: moves take effect when they arrive")
+        raise ServerRefused(f"{rules.title} has no turns: moves take effect when they arrive")
     if game.status == "finished":
-        raise DeskError(f"{game.name} is finished")
+        raise ServerRefused(f"{game.name} is finished")
     if expected_turn is not None and expected_turn != game.turn:
-        raise DeskError(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
+        raise ServerRefused(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
 
 
 def _absent_and_missing(session: Session, rules: Rules[Any], state: State, now: datetime) -> tuple[frozenset[str], list[str]]:
@@ -249,7 +249,7 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
     state are kept.  The players are told.  Returns the snapshot restored."""
     rules = get_rules(game.kind)
     if not rules.has_turns:
-        raise DeskError(f"{rules.title} has no turns to roll back")
+        raise ServerRefused(f"{rules.title} has no turns to roll back")
     # a rollback to turn R makes the snapshots of turns >= R taken before it history
     cut = session.scalar(
         select(func.max(Snapshot.id)).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.turn <= turn)
@@ -264,7 +264,7 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
         select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "after", Snapshot.id > snap.id).limit(1)
     ) is not None
     if turn > game.turn or not ran or snap is None:
-        raise DeskError(
+        raise ServerRefused(
             f"{game.name} has no processed {rules.turn_name} {turn} to roll back "
             f"(now open: {rules.turn_name} {game.turn}); nothing was changed"
         )

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from games import get_rules
 from games.base import Section
 from pbm_server.durations import show_duration
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.localtime import show_time
 from pbm_server.models import Account, Game, Order, Snapshot, TurnReport
 from pbm_server.seeds import seed_hash
@@ -22,12 +22,12 @@ def history(session: Session, game: Game, turn: int | None, viewer: Account | No
         select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "after").order_by(Snapshot.id)
     ).all()
     if not afters:
-        raise DeskError(f"no {rules.turn_name} of {game.name} has been processed yet")
+        raise ServerRefused(f"no {rules.turn_name} of {game.name} has been processed yet")
     done = sorted({s.turn for s in afters})
     if turn is None:
         turn = max(done)
     if turn not in done:
-        raise DeskError(f"{game.name} has no processed {rules.turn_name} {turn}; processed: {', '.join(map(str, done))}")
+        raise ServerRefused(f"{game.name} has no processed {rules.turn_name} {turn}; processed: {', '.join(map(str, done))}")
     snap = [s for s in afters if s.turn == turn][-1]
     key = viewer.handle_key if viewer else None
     own = session.get(TurnReport, (snap.id, key)) if key else None

@@ -1,7 +1,8 @@
 """The commands mailed to pbm@DOMAIN: one registry (``registry.py``), filled
 by one module per audience, and ``dispatch.py``, which imports them all:
 
-    registry.py  the Command spec, the registry, the @command decorator, dispatch
+    registry.py  the ServerCommand spec, the registry, the @command decorator, dispatch
+                 (where a handler's ServerRefused becomes the refused line)
     account.py   register/signup, password
     info.py      games, help (help KIND), status, history
     preferences.py  timezone, absent (a registered player's settings)

@@ -4,66 +4,68 @@ them."""
 
 from __future__ import annotations
 
-import re
-
 from games.base import Line, Result, Section
-from pbm_server import confirm
-from pbm_server.commands.registry import Audience, ServerContext, command
+from pbm_server import accounts, confirm
+from pbm_server.commands.registry import Audience, ServerContext, command, masked_after_two
 from pbm_server.compose import MASK
+from pbm_server.errors import ServerRefused
 from pbm_server.lookup import account_by_email, account_by_handle, lookalike_refusal
 from pbm_server.models import Account
 from pbm_server.passwords import hash_password, password_problem, verify_password
-
-HANDLE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{1,31}$")
 
 
 def _verify(acc: Account, password: str) -> bool:
     return verify_password(acc.password_hash, password)
 
 
+def _masked_password(words: list[str]) -> str:
+    """``register HANDLE ****``: the password (and anything after it) masked."""
+    return " ".join(words[:2] + [MASK] * (len(words) > 2))
+
+
 @command("register", Audience.ANYONE,
          ("register HANDLE PASSWORD", "ask for HANDLE at this address (alias: signup); the reply holds a code"),
-         aliases=("signup",))
+         aliases=("signup",), echo=_masked_password)
 def cmd_register(ctx: ServerContext, line: Line, words: list[str]) -> Result:
-    echo = " ".join(words[:2] + [MASK] * (len(words) > 2))
     if len(words) > 2:
         ctx.secrets.add(words[2])
     if len(words) != 3:
-        return Result(line, False, "expected: register HANDLE PASSWORD (e.g. register alice s3cret-words)", echo)
+        raise ServerRefused("expected: register HANDLE PASSWORD (e.g. register alice s3cret-words)")
     handle, password = words[1], words[2]
-    if not HANDLE_RE.match(handle):
-        return Result(line, False, f"{handle!r} cannot be a handle: use 2-32 letters, digits, '.', '_' or '-', starting with a letter", echo)
+    if not accounts.HANDLE_RE.match(handle):
+        raise ServerRefused(f"{handle!r} cannot be a handle: use 2-32 letters, digits, '.', '_' or '-', starting with a letter")
     problem = password_problem(password)
     if problem:
-        return Result(line, False, problem, echo)
+        raise ServerRefused(problem)
     if ctx.settings.gm_address and ctx.sender == ctx.settings.gm_address.lower():
-        return Result(line, False, "the game master's account is made on the server's command line "
-                                   "(pbm account add --gm HANDLE), never by mail", echo)
+        raise ServerRefused("the game master's account is made on the server's command line "
+                            "(pbm account add --gm HANDLE), never by mail")
     existing = account_by_email(ctx.session, ctx.sender)
     if existing is not None:
-        return Result(line, False, f"this address is already registered as {existing.handle}; one account per address", echo)
+        raise ServerRefused(f"this address is already registered as {existing.handle}; one account per address")
     if account_by_handle(ctx.session, handle) is not None:
-        return Result(line, False, f"the handle {handle} is taken; choose another", echo)
+        raise ServerRefused(f"the handle {handle} is taken; choose another")
     lookalike = lookalike_refusal(ctx.session, handle)
     if lookalike:
-        return Result(line, False, lookalike, echo)
+        raise ServerRefused(lookalike)
     code = confirm.start(ctx.session, "register", ctx.sender, handle, hash_password(password), ctx.now)
     ctx.sections.append(Section(title="Confirm your address", text=ctx.composer.render(
         "server/confirm.txt", {"handle": handle, "code": code, "server": ctx.settings.server_address,
                                "hours": int(confirm.LIFETIME.total_seconds() // 3600)}).text))
     ctx.audit.append(("register requested", f"{handle} <{ctx.sender}>"))
-    return Result(line, True, "almost done: to prove this address is yours, send the code below back with 'confirm CODE'",
-                  echo)
+    return Result(line, True, "almost done: to prove this address is yours, send the code below back with 'confirm CODE'")
 
 
 @command("confirm", Audience.ANYONE,
          ("confirm CODE", "send that code back from this address: the account exists (or moves here)"))
 def cmd_confirm(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) != 2:
-        return Result(line, False, "expected: confirm CODE (the code from the mail that answered your register, "
-                                   "e.g. confirm 7KQ2M-XH4PD)")
+        raise ServerRefused("expected: confirm CODE (the code from the mail that answered your register, "
+                            "e.g. confirm 7KQ2M-XH4PD)")
     done = confirm.confirm(ctx.session, ctx.sender, words[1], ctx.now)
-    if done.ok and isinstance(done, confirm.Moved) and done.account is not None:
+    if not done.ok:
+        raise ServerRefused(done.message)
+    if isinstance(done, confirm.Moved) and done.account is not None:
         from pbm_server.commands.recovery import send_account_mail
 
         handle = done.account.handle
@@ -74,23 +76,22 @@ def cmd_confirm(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                                       "address with its password and confirmed from the new one. Mail from this "
                                       "address is no longer read as yours.",
                           })
-    elif done.ok and done.account is not None:
+    elif done.account is not None:
         ctx.audit.append(("register", f"{done.account.handle} <{ctx.sender}>"))
-    return Result(line, done.ok, done.message)
+    return Result(line, True, done.message)
 
 
-@command("password", Audience.ANYONE, ("password HANDLE OLD NEW", "change your password"))
+@command("password", Audience.ANYONE, ("password HANDLE OLD NEW", "change your password"), echo=masked_after_two)
 def cmd_password(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     ctx.secrets.update(words[2:])
-    echo = " ".join(words[:2] + [MASK] * len(words[2:]))
     if len(words) != 4:
-        return Result(line, False, "expected: password HANDLE OLD NEW", echo)
+        raise ServerRefused("expected: password HANDLE OLD NEW")
     acc = account_by_handle(ctx.session, words[1])
     if acc is None or acc.email != ctx.sender or not (ctx.verify or _verify)(acc, words[2]):
-        return Result(line, False, "the handle, this sender address and the old password do not match; nothing was changed", echo)
+        raise ServerRefused("the handle, this sender address and the old password do not match; nothing was changed")
     problem = password_problem(words[3])
     if problem:
-        return Result(line, False, problem, echo)
-    acc.password_hash = hash_password(words[3])
+        raise ServerRefused(problem)
+    accounts.set_password(ctx.session, acc, hash_password(words[3]), unlock=False)
     ctx.audit.append(("password", acc.handle))
-    return Result(line, True, "your password is changed", echo)
+    return Result(line, True, "your password is changed")

@@ -8,12 +8,10 @@ changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from games import KINDS, get_rules
 from games.base import Line, Result
 from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused, undone
 from pbm_server.gmdesk import (
     add_player,
     change_deadline,
@@ -28,17 +26,6 @@ from pbm_server.gmdesk import (
 )
 from pbm_server.localtime import show_time
 from pbm_server.turns import rollback, run_turn, why_not_done
-
-
-def _safely(ctx: ServerContext, line: Line, fn: Callable[[], str]) -> Result:
-    """Run a GM operation in a savepoint: a refusal changes nothing."""
-    try:
-        with ctx.session.begin_nested():
-            message = fn()
-        return Result(line, True, message)
-    except DeskError as exc:
-        return Result(line, False, f"{exc}; nothing was changed" if "nothing" not in str(exc) else str(exc))
-
 
 GAME_USAGE = (
     "expected one of: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]; game set NAME KEY=VALUE ...; "
@@ -62,7 +49,7 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     actor = ctx.actor
     if sub == "new":
         if len(words) < 4:
-            return Result(line, False, "expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR], e.g. game new giveaway g1 no_order=split deadline every Saturday 12:00 UTC")
+            raise ServerRefused("expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR], e.g. game new giveaway g1 no_order=split deadline every Saturday 12:00 UTC")
         kind, name, rest = words[2].lower(), words[3], words[4:]
         pairs, deadline = {}, None
         for i, w in enumerate(rest):
@@ -70,52 +57,52 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                 deadline = " ".join(rest[i + 1:])
                 break
             if "=" not in w:
-                return Result(line, False, f"{w!r} is not KEY=VALUE; expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]")
+                raise ServerRefused(f"{w!r} is not KEY=VALUE; expected: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]")
             k, v = w.split("=", 1)
             pairs[k] = v
-
-        def new() -> str:
+        with undone(ctx.session):
             if kind not in KINDS:
-                raise DeskError(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
+                raise ServerRefused(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
             g = new_game(ctx.session, kind, name, pairs, deadline, ctx.now, actor)
             note = first_deadline_note(g, ctx.now, f"game deadline {g.name} EXPR")
-            return (f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; {desk_summary(g)}"
-                    + (f". NOTE: {note}" if note else ""))
-
-        return _safely(ctx, line, new)
+        return Result(line, True, f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; "
+                                  f"{desk_summary(g)}" + (f". NOTE: {note}" if note else ""))
     if sub in ("set", "deadline", "pause", "resume", "add", "remove", "kick"):
         if len(words) < 3:
-            return Result(line, False, GAME_USAGE)
-        name = words[2]
+            raise ServerRefused(GAME_USAGE)
+        with undone(ctx.session):
+            message = _game_op(ctx, sub, words)
+        return Result(line, True, message)
+    raise ServerRefused(GAME_USAGE)
 
-        def op() -> str:
-            g = ctx.game(name)
-            if sub == "set":
-                if len(words) < 4:
-                    raise DeskError("expected: game set NAME KEY=VALUE ... (early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off)")
-                pairs = {}
-                for w in words[3:]:
-                    if "=" not in w:
-                        raise DeskError(f"{w!r} is not KEY=VALUE")
-                    k, v = w.split("=", 1)
-                    pairs[k] = v
-                return change_settings(ctx.session, ctx.outbox(), g, pairs, ctx.now, actor)
-            if sub == "deadline":
-                if len(words) < 4:
-                    raise DeskError("expected: game deadline NAME EXPR, e.g. game deadline g1 every Saturday 03:00 UTC, or none")
-                return change_deadline(ctx.session, ctx.outbox(), g, " ".join(words[3:]), ctx.now, actor)
-            if sub == "pause":
-                return pause(ctx.session, ctx.outbox(), g, ctx.now, actor)
-            if sub == "resume":
-                return resume(ctx.session, ctx.outbox(), g, ctx.now, actor)
-            if len(words) < 4:
-                raise DeskError(f"expected: game {sub} NAME HANDLE")
-            if sub == "add":
-                return add_player(ctx.session, ctx.outbox(), g, words[3], " ".join(words[4:]) or None, ctx.now, actor)
-            return remove_player(ctx.session, ctx.outbox(), g, words[3], ctx.now, actor)
 
-        return _safely(ctx, line, op)
-    return Result(line, False, GAME_USAGE)
+def _game_op(ctx: ServerContext, sub: str, words: list[str]) -> str:
+    """``game SUB NAME ...`` on an existing game (in cmd_game's savepoint)."""
+    actor = ctx.actor
+    g = ctx.game(words[2])
+    if sub == "set":
+        if len(words) < 4:
+            raise ServerRefused("expected: game set NAME KEY=VALUE ... (early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off)")
+        pairs = {}
+        for w in words[3:]:
+            if "=" not in w:
+                raise ServerRefused(f"{w!r} is not KEY=VALUE")
+            k, v = w.split("=", 1)
+            pairs[k] = v
+        return change_settings(ctx.session, ctx.outbox(), g, pairs, ctx.now, actor)
+    if sub == "deadline":
+        if len(words) < 4:
+            raise ServerRefused("expected: game deadline NAME EXPR, e.g. game deadline g1 every Saturday 03:00 UTC, or none")
+        return change_deadline(ctx.session, ctx.outbox(), g, " ".join(words[3:]), ctx.now, actor)
+    if sub == "pause":
+        return pause(ctx.session, ctx.outbox(), g, ctx.now, actor)
+    if sub == "resume":
+        return resume(ctx.session, ctx.outbox(), g, ctx.now, actor)
+    if len(words) < 4:
+        raise ServerRefused(f"expected: game {sub} NAME HANDLE")
+    if sub == "add":
+        return add_player(ctx.session, ctx.outbox(), g, words[3], " ".join(words[4:]) or None, ctx.now, actor)
+    return remove_player(ctx.session, ctx.outbox(), g, words[3], ctx.now, actor)
 
 
 @command(
@@ -126,44 +113,43 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 def cmd_turn(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     usage = "expected: turn run NAME N (N: the turn now open) or turn rollback NAME N"
     if len(words) != 4 or words[1].lower() not in ("run", "rollback"):
-        return Result(line, False, usage)
+        raise ServerRefused(usage)
     try:
         n = int(words[3])
     except ValueError:
-        return Result(line, False, f"{words[3]!r} is not a turn number; {usage}")
-    actor = ctx.actor
+        raise ServerRefused(f"{words[3]!r} is not a turn number; {usage}") from None
+    with undone(ctx.session):
+        message = _turn_op(ctx, words[1].lower(), words[2], n)
+    return Result(line, True, message)
 
-    def op() -> str:
-        g = ctx.game(words[2])
-        rules = get_rules(g.kind)
-        if words[1].lower() == "run":
-            outcome = run_turn(ctx.session, g, ctx.outbox(), ctx.now, actor=actor, expected_turn=n)
-            if not outcome.turn_done:
-                return (f"{g.name}: {rules.turn_name} {n} did not run, the game did not complete its turn: {why_not_done(outcome)}; "
-                        f"the deadline stays {show_time(g.next_deadline)}")
-            return (f"{g.name}: {rules.turn_name} {n} processed; {len(outcome.notices)} notice(s) sent"
-                    + ("; the game is finished" if g.status == "finished" else f"; now open: {rules.turn_name} {g.turn}"))
-        rollback(ctx.session, g, ctx.outbox(), n, ctx.now, actor)
-        return f"{g.name} is back before {rules.turn_name} {n}; the players are told"
 
-    return _safely(ctx, line, op)
+def _turn_op(ctx: ServerContext, verb: str, name: str, n: int) -> str:
+    """``turn run|rollback NAME N`` (in cmd_turn's savepoint)."""
+    g = ctx.game(name)
+    rules = get_rules(g.kind)
+    if verb == "run":
+        outcome = run_turn(ctx.session, g, ctx.outbox(), ctx.now, actor=ctx.actor, expected_turn=n)
+        if not outcome.turn_done:
+            return (f"{g.name}: {rules.turn_name} {n} did not run, the game did not complete its turn: {why_not_done(outcome)}; "
+                    f"the deadline stays {show_time(g.next_deadline)}")
+        return (f"{g.name}: {rules.turn_name} {n} processed; {len(outcome.notices)} notice(s) sent"
+                + ("; the game is finished" if g.status == "finished" else f"; now open: {rules.turn_name} {g.turn}"))
+    rollback(ctx.session, g, ctx.outbox(), n, ctx.now, ctx.actor)
+    return f"{g.name} is back before {rules.turn_name} {n}; the players are told"
 
 
 @command("do", Audience.GM, ("do NAME LINE", "a game's own GM command"))
 def cmd_do(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     parts = line.text.split(None, 2)
     if len(parts) < 3:
-        return Result(line, False, "expected: do NAME LINE (a game's own command, run as the game master)")
-    try:
-        with ctx.session.begin_nested() as nested:
-            g = ctx.game(parts[1])
-            outcome = gm_do(ctx.session, ctx.outbox(), g, [parts[2]], ctx.sender, ctx.handle, ctx.now, ctx.actor)
-            results = outcome.results or [Result(line, False, "the game gave no answer")]
-            if not all(r.ok for r in results):
-                nested.rollback()
-    except DeskError as exc:
-        return Result(line, False, f"{exc}; nothing was changed")
-    r = results[0]
-    ctx.sections.extend(outcome.sections if r.ok else [])
-    return Result(line, r.ok, f"{g.name}: {r.message}" + ("" if r.ok else "; nothing was changed"))
-
+        raise ServerRefused("expected: do NAME LINE (a game's own command, run as the game master)")
+    with undone(ctx.session, always=True):
+        g = ctx.game(parts[1])
+        outcome = gm_do(ctx.session, ctx.outbox(), g, [parts[2]], ctx.sender, ctx.handle, ctx.now, ctx.actor)
+        results = outcome.results or [Result(line, False, "the game gave no answer")]
+        refused = next((r for r in results if not r.ok), None)
+        if refused is not None:
+            # the game refused: nothing of it is kept
+            raise ServerRefused(f"{g.name}: {refused.message}")
+    ctx.sections.extend(outcome.sections)
+    return Result(line, True, f"{g.name}: {results[0].message}")

@@ -3,16 +3,14 @@ registered player status and history."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from games import KINDS, get_rules
 from games.base import Line, Result, Section
-from pbm_server.commands.observe import observed_games
+from pbm_server.accounts import observed, plays_in, running_games
 from pbm_server.commands.registry import REGISTRY, Audience, ServerContext, command
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.localtime import show_time
-from pbm_server.lookup import account_by_handle, find_game, player_count
-from pbm_server.models import Account, Game
+from pbm_server.lookup import account_by_handle, player_count
+from pbm_server.models import Account
 from pbm_server.views import history, status
 
 
@@ -26,21 +24,12 @@ def help_rows(audience: Audience) -> list[str]:
     return out
 
 
-def plays_in(game: Game, handle_key: str) -> str | None:
-    """The handle as ``game`` spells it if ``handle_key`` plays in it now."""
-    try:
-        players = get_rules(game.kind).players(game.state)
-    except Exception:
-        return None
-    return next((h for h in players if h.lower() == handle_key), None)
-
-
 @command("games", Audience.ANYONE, ("games", "the running games and how to join them; yours are marked"))
 def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
-    games = ctx.session.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all()
+    games = running_games(ctx.session)
     me = account_by_handle(ctx.session, ctx.handle) if ctx.handle else None
     tz = me.timezone if me else None
-    watched = {g.id for g in observed_games(ctx, me.id)} if me else set()
+    watched = {g.id for g in observed(ctx.session, me.id)} if me else set()
     rows = []
     for g in games:
         rules = get_rules(g.kind)
@@ -75,7 +64,7 @@ def cmd_help(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) >= 2:
         kind = words[1].lower()
         if kind not in KINDS:
-            return Result(line, False, f"there is no game kind {words[1]!r}; kinds: {', '.join(KINDS)}")
+            raise ServerRefused(f"there is no game kind {words[1]!r}; kinds: {', '.join(KINDS)}")
         rules = get_rules(kind)
         ctx.sections.append(Section(title=f"{rules.title} ({kind})", text=rules.help_text()))
         return Result(line, True, f"the rules and commands of {rules.title} follow")
@@ -95,10 +84,8 @@ def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) == 1:
         return my_games(ctx, line, acc)
     if len(words) != 2:
-        return Result(line, False, "expected: status (all your games) or status NAME (one game), e.g. status g1")
-    g = find_game(ctx.session, words[1])
-    if g is None:
-        return Result(line, False, f"there is no game named {words[1]}")
+        raise ServerRefused("expected: status (all your games) or status NAME (one game), e.g. status g1")
+    g = ctx.game(words[1])
     for sec in status(ctx.session, g, acc):
         if sec.template:  # a game's template: render it here, the reply is not the game's
             title, text, _ = ctx.composer.section(sec, g.kind)
@@ -112,12 +99,9 @@ def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 def cmd_history(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     acc = ctx.player()
     if len(words) not in (2, 3) or (len(words) == 3 and not words[2].isdigit()):
-        return Result(line, False, "expected: history NAME [N], e.g. history g1 or history g1 3")
-    try:
-        g = ctx.game(words[1])
-        msg, sections = history(ctx.session, g, int(words[2]) if len(words) == 3 else None, acc, ctx.is_gm)
-    except DeskError as exc:
-        return Result(line, False, str(exc))
+        raise ServerRefused("expected: history NAME [N], e.g. history g1 or history g1 3")
+    g = ctx.game(words[1])
+    msg, sections = history(ctx.session, g, int(words[2]) if len(words) == 3 else None, acc, ctx.is_gm)
     ctx.sections.extend(sections)
     return Result(line, True, msg)
 
@@ -126,7 +110,7 @@ def cmd_history(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 def my_games(ctx: ServerContext, line: Line, acc: Account) -> Result:
     """``status`` with no name: every running game the sender plays, with its
     turn, the next deadline in their time zone and where they stand."""
-    games = ctx.session.scalars(select(Game).where(Game.status != "finished").order_by(Game.name)).all()
+    games = running_games(ctx.session)
     blocks = []
     for g in games:
         handle = plays_in(g, acc.handle_key)
@@ -145,7 +129,7 @@ def my_games(ctx: ServerContext, line: Line, acc: Account) -> Result:
             standing = []
         lines.extend(f"  {s}" for s in standing)
         blocks.append("\n".join(lines))
-    watched = observed_games(ctx, acc.id)
+    watched = observed(ctx.session, acc.id)
     text = "\n\n".join(blocks) if blocks else "You play in no running game. Mail 'games' for the list of games."
     if watched:
         text += "\n\nYou observe: " + ", ".join(g.name for g in watched)

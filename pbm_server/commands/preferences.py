@@ -8,6 +8,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from games.base import Line, Result
 from pbm_server.commands.registry import Audience, ServerContext, command
 from pbm_server.deadlines import DeadlineError, _zone
+from pbm_server.errors import ServerRefused
 
 
 @command("timezone", Audience.PLAYER, ("timezone ZONE", "show deadlines also in ZONE, e.g. Europe/Zurich"))
@@ -16,11 +17,11 @@ def cmd_timezone(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) == 1:
         return Result(line, True, f"your time zone is {acc.timezone or 'UTC'}")
     if len(words) != 2:
-        return Result(line, False, "expected: timezone ZONE, e.g. timezone Europe/Zurich (an IANA name) or timezone UTC")
+        raise ServerRefused("expected: timezone ZONE, e.g. timezone Europe/Zurich (an IANA name) or timezone UTC")
     try:
         z = _zone(words[1])
     except DeadlineError as exc:
-        return Result(line, False, f"{exc}; nothing was changed")
+        raise ServerRefused(f"{exc}; nothing was changed") from None
     acc.timezone = None if z.key == "UTC" else z.key
     ctx.audit.append(("timezone", f"{acc.handle}: {z.key}"))
     return Result(line, True, f"deadlines in your mails are now also shown in {z.key}")
@@ -42,17 +43,17 @@ def cmd_absent(ctx: ServerContext, line: Line, words: list[str]) -> Result:
         ctx.audit.append(("absent", f"{acc.handle}: none"))
         return Result(line, True, "your vacation is cancelled: the no-order rules apply to you again")
     if len(words) != 3:
-        return Result(line, False, usage)
+        raise ServerRefused(usage)
     try:
         first, last = date.fromisoformat(words[1]), date.fromisoformat(words[2])
     except ValueError:
-        return Result(line, False, usage)
+        raise ServerRefused(usage) from None
     if last < first:
-        return Result(line, False, f"the vacation ends ({last}) before it starts ({first}); {usage}")
+        raise ServerRefused(f"the vacation ends ({last}) before it starts ({first}); {usage}")
     start = datetime.combine(first, time(0), tz).astimezone(timezone.utc)
     end = datetime.combine(last + timedelta(days=1), time(0), tz).astimezone(timezone.utc)
     if end <= ctx.now:
-        return Result(line, False, f"that vacation is over already; {usage}")
+        raise ServerRefused(f"that vacation is over already; {usage}")
     acc.absent_from, acc.absent_to = start, end
     ctx.audit.append(("absent", f"{acc.handle}: {first} to {last} ({tz.key})"))
     return Result(line, True, f"you are on vacation from {first} to {last} ({tz.key}): deadlines keep running, but you get no reminders and the no-order rules leave you out")

@@ -12,36 +12,21 @@ only its hash); no reply to anybody else ever holds it.  The words of a
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import Any
 
 from games.base import Line, Result
-from pbm_server import confirm
-from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.compose import MASK
+from pbm_server import accounts, confirm
+from pbm_server.commands.registry import Audience, ServerContext, command, masked_after_two
+from pbm_server.errors import ServerRefused
 from pbm_server.lookup import account_by_email, account_by_handle
 from pbm_server.models import Account, AuthThrottle
 from pbm_server.outbound import enqueue
 from pbm_server.passwords import hash_password, password_problem
-from pbm_server.throttle import account_key
 
 #: forgot: at most this many codes per account within FORGOT_WINDOW
 FORGOT_LIMIT = 3
 FORGOT_WINDOW = timedelta(hours=24)
-
-ADDRESS_RE = re.compile(r"^[^@\s<>()\[\],;:\"$]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
-
-
-def forgot_key(handle: str) -> str:
-    """The auth_throttle row counting an account's ``forgot`` codes."""
-    return "forgot:" + handle.lower()[:200]
-
-
-def is_gm_account(ctx: ServerContext, acc: Account) -> bool:
-    gm = (ctx.settings.gm_address or "").lower()
-    return bool(gm) and acc.email == gm
-
 
 def send_account_mail(ctx: ServerContext, to: str, handle: str, subject: str, template: str, data: dict[str, Any]) -> None:
     """A mail of its own to ``to`` (never part of the reply to the sender)."""
@@ -53,9 +38,9 @@ def send_account_mail(ctx: ServerContext, to: str, handle: str, subject: str, te
 
 def _forgot_allowed(ctx: ServerContext, acc: Account) -> datetime | None:
     """Count one ``forgot`` for the account; None if allowed, else when the next is."""
-    row = ctx.session.get(AuthThrottle, forgot_key(acc.handle))
+    row = ctx.session.get(AuthThrottle, accounts.forgot_key(acc.handle))
     if row is None:
-        row = AuthThrottle(key=forgot_key(acc.handle), failures=0, window_start=ctx.now, level=0, notified=False,
+        row = AuthThrottle(key=accounts.forgot_key(acc.handle), failures=0, window_start=ctx.now, level=0, notified=False,
                            updated_at=ctx.now)
         ctx.session.add(row)
     if row.window_start + FORGOT_WINDOW <= ctx.now:
@@ -71,19 +56,19 @@ def _forgot_allowed(ctx: ServerContext, acc: Account) -> datetime | None:
          ("forgot HANDLE", "forgotten password: a one-time code goes to HANDLE's registered address"))
 def cmd_forgot(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) != 2:
-        return Result(line, False, "expected: forgot HANDLE (your account's handle, e.g. forgot alice)")
+        raise ServerRefused("expected: forgot HANDLE (your account's handle, e.g. forgot alice)")
     acc = account_by_handle(ctx.session, words[1])
     if acc is None:
-        return Result(line, False, f"there is no account {words[1]!r}; check the spelling of your handle "
-                                   f"(or register one with 'register HANDLE PASSWORD')")
-    if is_gm_account(ctx, acc):
-        return Result(line, False, "the game master's password is set on the server's command line "
-                                   "(pbm account set-password HANDLE), never by mail")
+        raise ServerRefused(f"there is no account {words[1]!r}; check the spelling of your handle "
+                            f"(or register one with 'register HANDLE PASSWORD')")
+    if accounts.is_gm(ctx.settings, acc):
+        raise ServerRefused("the game master's password is set on the server's command line "
+                            "(pbm account set-password HANDLE), never by mail")
     until = _forgot_allowed(ctx, acc)
     if until is not None:
-        return Result(line, False, f"{FORGOT_LIMIT} codes for {acc.handle} were mailed within "
-                                   f"{int(FORGOT_WINDOW.total_seconds() // 3600)} hours; the next can be asked for "
-                                   f"after {until:%Y-%m-%d %H:%M} UTC (the last code still works until it expires)")
+        raise ServerRefused(f"{FORGOT_LIMIT} codes for {acc.handle} were mailed within "
+                            f"{int(FORGOT_WINDOW.total_seconds() // 3600)} hours; the next can be asked for "
+                            f"after {until:%Y-%m-%d %H:%M} UTC (the last code still works until it expires)")
     code = confirm.start(ctx.session, confirm.RESET, acc.email, acc.handle, "", ctx.now)
     hours = confirm.hours(confirm.RESET)
     send_account_mail(ctx, acc.email, acc.handle, f"pbm-server: a code to reset the password of {acc.handle}",
@@ -107,33 +92,30 @@ def cmd_forgot(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 
 
 @command("reset", Audience.ANYONE,
-         ("reset HANDLE CODE NEWPASSWORD", "from the registered address: the code from 'forgot' sets a new password"))
+         ("reset HANDLE CODE NEWPASSWORD", "from the registered address: the code from 'forgot' sets a new password"),
+         echo=masked_after_two)
 def cmd_reset(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     ctx.secrets.update(w for w in words[2:] if len(w) >= 4)
-    echo = " ".join(words[:2] + [MASK] * len(words[2:]))
     if len(words) != 4:
-        return Result(line, False, "expected: reset HANDLE CODE NEWPASSWORD, with the code from the mail that "
-                                   "answered 'forgot HANDLE'; nothing was changed", echo)
+        raise ServerRefused("expected: reset HANDLE CODE NEWPASSWORD, with the code from the mail that "
+                            "answered 'forgot HANDLE'; nothing was changed")
     acc = account_by_handle(ctx.session, words[1])
     if acc is None:
-        return Result(line, False, f"there is no account {words[1]!r}; nothing was changed", echo)
+        raise ServerRefused(f"there is no account {words[1]!r}; nothing was changed")
     if acc.email != ctx.sender:
-        return Result(line, False, f"reset must come from the address registered for {acc.handle} (where the code "
-                                   "was mailed); nothing was changed", echo)
+        raise ServerRefused(f"reset must come from the address registered for {acc.handle} (where the code "
+                            "was mailed); nothing was changed")
 
     problem = password_problem(words[3])
     if problem:
-        return Result(line, False, f"{problem}; nothing was changed (the code still works)", echo)
+        raise ServerRefused(f"{problem}; nothing was changed (the code still works)")
     found = confirm.redeem(ctx.session, confirm.RESET, acc.email, acc.handle, words[2], ctx.now)
     if isinstance(found, str):
-        return Result(line, False, f"{found}; nothing was changed. Send 'forgot {acc.handle}' for a new code", echo)
-    acc.password_hash = hash_password(words[3])
+        raise ServerRefused(f"{found}; nothing was changed. Send 'forgot {acc.handle}' for a new code")
     # the owner has proved the address: the guessing lockout of the account ends
-    stale = ctx.session.get(AuthThrottle, account_key(acc.handle))
-    if stale is not None:
-        ctx.session.delete(stale)
+    accounts.set_password(ctx.session, acc, hash_password(words[3]), unlock=True)
     ctx.audit.append(("password reset", acc.handle))
-    return Result(line, True, "your password is changed; put it in your mails as $$password$$", echo)
+    return Result(line, True, "your password is changed; put it in your mails as $$password$$")
 
 
 @command("email", Audience.PLAYER,
@@ -141,25 +123,25 @@ def cmd_reset(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 def cmd_email(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     acc = ctx.player()
     if len(words) != 3:
-        return Result(line, False, "expected: email HANDLE NEWADDRESS, e.g. email alice alice@new.example, with "
-                                   "$$password$$ in the mail; nothing was changed")
+        raise ServerRefused("expected: email HANDLE NEWADDRESS, e.g. email alice alice@new.example, with "
+                            "$$password$$ in the mail; nothing was changed")
     if words[1].lower() != acc.handle_key:
-        return Result(line, False, f"this address belongs to {acc.handle}, not {words[1]}: you can move only your "
-                                   "own account; nothing was changed")
-    if is_gm_account(ctx, acc):
-        return Result(line, False, "the game master's account stays at PBM_GM_ADDRESS; nothing was changed")
+        raise ServerRefused(f"this address belongs to {acc.handle}, not {words[1]}: you can move only your "
+                            "own account; nothing was changed")
+    if accounts.is_gm(ctx.settings, acc):
+        raise ServerRefused("the game master's account stays at PBM_GM_ADDRESS; nothing was changed")
     new = words[2].strip("<>").lower()
-    if not ADDRESS_RE.match(new):
-        return Result(line, False, f"{words[2]!r} is not an e-mail address (expected e.g. alice@new.example); "
-                                   "nothing was changed")
+    if not accounts.ADDRESS_RE.match(new):
+        raise ServerRefused(f"{words[2]!r} is not an e-mail address (expected e.g. alice@new.example); "
+                            "nothing was changed")
     domain = ctx.settings.domain.lower()
     if new.endswith("@" + domain) or new == (ctx.settings.gm_address or "").lower():
-        return Result(line, False, f"{new} is an address of this server; give your own; nothing was changed")
+        raise ServerRefused(f"{new} is an address of this server; give your own; nothing was changed")
     if new == acc.email:
-        return Result(line, False, f"your account is at {new} already; nothing was changed")
+        raise ServerRefused(f"your account is at {new} already; nothing was changed")
     if account_by_email(ctx.session, new) is not None:
-        return Result(line, False, f"{new} is registered to another account already (one account per address); "
-                                   "nothing was changed")
+        raise ServerRefused(f"{new} is registered to another account already (one account per address); "
+                            "nothing was changed")
     code = confirm.start(ctx.session, confirm.EMAIL, new, acc.handle, "", ctx.now)
     hours = confirm.hours(confirm.EMAIL)
     send_account_mail(ctx, new, acc.handle, f"pbm-server: confirm your new address for {acc.handle}",

@@ -1,6 +1,6 @@
 """The one list of pbm@DOMAIN commands.
 
-Each command describes itself with a :class:`Command`: its name (and
+Each command describes itself with a :class:`ServerCommand`: its name (and
 aliases), who may use it, its handler, and the rows it shows in ``help``
 (``syntax``, one help line).  Dispatch, the ``help`` reply, the "unknown
 command" reply and the rule for a command in the Subject all read this list,
@@ -10,6 +10,11 @@ A module adds its commands with the :func:`command` decorator::
 
     @command("status", Audience.PLAYER, ("status NAME", "game NAME as you see it ..."))
     def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result: ...
+
+A handler refuses by raising :class:`~pbm_server.errors.ServerRefused` with
+the reason; dispatch (:meth:`Registry.run_line`) is the one place that turns
+it into the line's refused ``Result``.  (``ServerCommand`` is a pbm@
+command's self-description; ``games.base.Command`` is a parsed game line.)
 
 The package ``pbm_server.commands`` imports every such module, so importing
 it fills the registry; this module imports none of them.
@@ -26,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from games.base import Actor, Line, Result, Section
 from pbm_server.compose import MASK, Composer
-from pbm_server.errors import DeskError
+from pbm_server.errors import ServerRefused
 from pbm_server.lookup import account_by_handle, audit, find_game
 from pbm_server.models import Account, Game
 from pbm_server.notices import Mailer
@@ -82,11 +87,12 @@ class ServerContext:
             raise RuntimeError("a player command ran without the sender's account")
         return self.account
 
-    def game(self, name: str) -> Game:
-        """The game called ``name``; DeskError if there is none."""
+    def game(self, name: str, unknown: str = "") -> Game:
+        """The game called ``name``; ServerRefused if there is none (``unknown``
+        is said after that)."""
         g = find_game(self.session, name)
         if g is None:
-            raise DeskError(f"there is no game named {name}")
+            raise ServerRefused(f"there is no game named {name}{unknown}")
         return g
 
     def outbox(self) -> Mailer:
@@ -99,7 +105,7 @@ Handler = Callable[[ServerContext, Line, list[str]], Result]
 
 
 @dataclass(frozen=True)
-class Command:
+class ServerCommand:
     """One pbm@ command as it describes itself."""
 
     name: str
@@ -109,6 +115,9 @@ class Command:
     #: A help line may say ``{kinds}``: ``help`` puts the game kinds there.
     rows: tuple[tuple[str, str], ...]
     aliases: tuple[str, ...] = ()
+    #: the line as its reply shows it, from its words (None: as written): a
+    #: command that takes passwords masks them here
+    echo: Callable[[list[str]], str] | None = None
 
     @property
     def syntax(self) -> str:
@@ -134,10 +143,10 @@ class Command:
 
 class Registry:
     def __init__(self) -> None:
-        self._commands: list[Command] = []
-        self._by_name: dict[str, Command] = {}
+        self._commands: list[ServerCommand] = []
+        self._by_name: dict[str, ServerCommand] = {}
 
-    def add(self, cmd: Command) -> Command:
+    def add(self, cmd: ServerCommand) -> ServerCommand:
         for name in cmd.names:
             if name in self._by_name:
                 raise ValueError(f"the pbm@ command {name!r} is registered twice")
@@ -145,13 +154,13 @@ class Registry:
         self._commands.append(cmd)
         return cmd
 
-    def __iter__(self) -> Iterator[Command]:
+    def __iter__(self) -> Iterator[ServerCommand]:
         return iter(self._commands)
 
-    def get(self, word: str) -> Command | None:
+    def get(self, word: str) -> ServerCommand | None:
         return self._by_name.get(word.lower())
 
-    def for_audience(self, audience: Audience) -> list[Command]:
+    def for_audience(self, audience: Audience) -> list[ServerCommand]:
         return [c for c in self._commands if c.audience is audience]
 
     def names_for(self, sender: Actor) -> list[str]:
@@ -175,12 +184,22 @@ class Registry:
             # a mistyped "register HANDLE PASSWORD" carries a password: echo only
             # the first two words of a line we cannot read (masked in this echo
             # only, not in the rest of the reply or its Subject)
-            echo = " ".join(words[:2] + [MASK] * len(words[2:]))
-            return Result(line, False, f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)", echo)
-        refused = _refusal(cmd, ctx, line)
-        if refused is not None:
-            return refused
-        return cmd.handler(ctx, line, words)
+            return Result(line, False, f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)",
+                          masked_after_two(words))
+        try:
+            _admit(cmd, ctx, line)
+            result = cmd.handler(ctx, line, words)
+        except ServerRefused as exc:
+            # the one place a pbm@ refusal becomes the line's result
+            result = Result(line, False, str(exc))
+        if cmd.echo is not None:
+            result.text = cmd.echo(words)
+        return result
+
+
+def masked_after_two(words: list[str]) -> str:
+    """The first two words of a line, each word after them masked."""
+    return " ".join(words[:2] + [MASK] * len(words[2:]))
 
 
 GM_REFUSED = (
@@ -189,30 +208,30 @@ GM_REFUSED = (
 )
 
 
-def _refusal(cmd: Command, ctx: ServerContext, line: Line) -> Result | None:
-    """Why the sender may not run ``cmd`` (None: they may); for a PLAYER
+def _admit(cmd: ServerCommand, ctx: ServerContext, line: Line) -> None:
+    """ServerRefused if the sender may not run ``cmd``; for a PLAYER
     command, also finds the sender's account."""
     if cmd.audience is Audience.GM and not ctx.is_gm:
         audit(ctx.session, ctx.now, ctx.actor, "gm refused", f"{ctx.sender}: {line.text[:200]}")
-        return Result(line, False, GM_REFUSED)
+        raise ServerRefused(GM_REFUSED)
     if cmd.audience is Audience.PLAYER:
         if not ctx.handle:
-            return Result(line, False, f"you are not registered: first send 'register HANDLE PASSWORD' to {ctx.settings.server_address}")
+            raise ServerRefused(f"you are not registered: first send 'register HANDLE PASSWORD' to {ctx.settings.server_address}")
         if not ctx.authenticated:
-            return Result(line, False, "this needs your password: put $$yourpassword$$ anywhere in the mail")
+            raise ServerRefused("this needs your password: put $$yourpassword$$ anywhere in the mail")
         ctx.account = account_by_handle(ctx.session, ctx.handle)
-    return None
 
 
 #: every pbm@ command; filled by the modules of pbm_server.commands
 REGISTRY = Registry()
 
 
-def command(name: str, audience: Audience, *rows: tuple[str, str], aliases: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+def command(name: str, audience: Audience, *rows: tuple[str, str], aliases: tuple[str, ...] = (),
+            echo: Callable[[list[str]], str] | None = None) -> Callable[[Handler], Handler]:
     """Register the decorated handler as the pbm@ command ``name``."""
 
     def register(handler: Handler) -> Handler:
-        REGISTRY.add(Command(name, audience, handler, tuple(rows), aliases))
+        REGISTRY.add(ServerCommand(name, audience, handler, tuple(rows), aliases, echo))
         return handler
 
     return register
