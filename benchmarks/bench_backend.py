@@ -1,7 +1,7 @@
 """The back end on mail already in the inbox, through the real server.
 
 The mails are stored in the inbox as the listener stores them (one
-transaction, pbm_server.inbound.store_messages), then a back end is started
+transaction, pbm_server.mail.inbound.store_messages), then a back end is started
 (`pbm serve --without listener --without outbound --without scheduler`, the
 real worker) and timed until every mail is processed; its CPU time comes from
 /proc.  Each mail is an order with its `$$password$$`.
@@ -40,7 +40,7 @@ PASSWORD = "bench-secret-1"
 
 
 def _settings(db_url: str):
-    from pbm_server.settings import load_settings
+    from pbm_server.base.settings import load_settings
 
     return load_settings({"PBM_DATABASE_URL": db_url, "PBM_DOMAIN": DOMAIN, "PBM_GM_ADDRESS": "gm@example.org"})
 
@@ -65,10 +65,10 @@ def setup_orders(db_url: str, games: dict[str, int], mails_per_game: int) -> lis
     the order mails, each body a `$$password$$` and one GIVE line by which
     the sender gives away exactly what they hold."""
     from benchmarks.bench_giveaway import make_state
-    from pbm_server.creation import create_game
-    from pbm_server.db import Database
-    from pbm_server.models import Account, Game, Membership
-    from pbm_server.passwords import hash_password
+    from pbm_server.accounts.passwords import hash_password
+    from pbm_server.play.creation import create_game
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Account, Game, Membership
 
     db = Database(db_url)
     db.upgrade()
@@ -111,8 +111,8 @@ def drain(tmp: Path, db_url: str, raws: list, processes: int = 1, workers: int =
 
     from sqlalchemy import create_engine, text
 
-    from pbm_server.db import Database
-    from pbm_server.inbound import store_messages
+    from pbm_server.mail.inbound import store_messages
+    from pbm_server.store.db import Database
 
     db = Database(db_url)
     warm, raws = raws[:processes * 2], raws[processes * 2:]
@@ -123,7 +123,7 @@ def drain(tmp: Path, db_url: str, raws: list, processes: int = 1, workers: int =
                 "PBM_RELAY": "", "PBM_MAILDIR": str(tmp / "maildir"), "PBM_WORKERS": str(workers),
                 "PBM_REPLY_LIMIT_PER_HOUR": "1000000", "PBM_POLL_SECONDS": "0.05", "PYTHONPATH": str(ROOT)})
     engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://"))
-    args = [sys.executable, "-m", "pbm_server.cli", "serve", "--without", "listener", "--without", "outbound",
+    args = [sys.executable, "-m", "pbm_server.running.cli", "serve", "--without", "listener", "--without", "outbound",
             "--without", "scheduler"]
     log = open(tmp / "backend.log", "ab")
     t0 = time.monotonic()

@@ -45,10 +45,10 @@ def joining_giveaway(n: int) -> dict:
 def store(db_url: str, kind: str, name: str, state: dict, players: list[str], others: list[str]) -> None:
     """The game, an account and a membership per player, and an account for
     each of ``others`` (who are not in the game)."""
-    from pbm_server.creation import create_game
-    from pbm_server.db import Database
-    from pbm_server.models import Account, Membership
-    from pbm_server.passwords import hash_password
+    from pbm_server.accounts.passwords import hash_password
+    from pbm_server.play.creation import create_game
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Account, Membership
 
     db = Database(db_url)
     db.upgrade()

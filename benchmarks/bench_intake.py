@@ -117,7 +117,7 @@ def pipe_rate(serve: PbmServe, count: int, concurrency: int) -> dict:
 
     def one(n: int) -> int:
         _, _, raw = message_bytes(spec, 10_000_000 + n)
-        p = subprocess.run([sys.executable, "-m", "pbm_server.cli", "mail", "inject"], input=raw, env=serve.env,
+        p = subprocess.run([sys.executable, "-m", "pbm_server.running.cli", "mail", "inject"], input=raw, env=serve.env,
                            cwd=serve.tmp, capture_output=True)
         return p.returncode
 

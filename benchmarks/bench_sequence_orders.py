@@ -85,10 +85,10 @@ def make_state(players: int, plays: int, seed: int = 4) -> tuple[dict, list[str]
 def setup(db_url: str, name: str, players: int, plays: int) -> list[tuple[str, list[str], bytes]]:
     """The game, an account and membership per player; returns the play
     mails (each writer's pieces 1 to 10, the writers taking turns)."""
-    from pbm_server.creation import create_game
-    from pbm_server.db import Database
-    from pbm_server.models import Account, Membership
-    from pbm_server.passwords import hash_password
+    from pbm_server.accounts.passwords import hash_password
+    from pbm_server.play.creation import create_game
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Account, Membership
 
     state, writers = make_state(players, plays)
     db = Database(db_url)

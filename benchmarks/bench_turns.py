@@ -108,10 +108,10 @@ STATES = {"giveaway": giveaway_state, "rmpm": rmpm_state, "sequence": sequence_s
 
 def setup(db_url: str, kind: str, n: int) -> str:
     """The game (named after its kind) and an account per player."""
-    from pbm_server.creation import create_game
-    from pbm_server.db import Database
-    from pbm_server.models import Account, Membership
-    from pbm_server.passwords import hash_password
+    from pbm_server.accounts.passwords import hash_password
+    from pbm_server.play.creation import create_game
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Account, Membership
 
     state, handles = STATES[kind](n)
     db = Database(db_url)
@@ -136,7 +136,7 @@ def turn_run(tmp: Path, db_url: str, name: str) -> dict:
     env.update({"PBM_DATABASE_URL": db_url, "PBM_DOMAIN": DOMAIN, "PBM_GM_ADDRESS": "gm@example.org",
                 "PBM_RELAY": "", "PBM_MAILDIR": str(tmp / "maildir"), "PYTHONPATH": str(ROOT)})
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-m", "pbm_server.cli", "turn", "run", name], env=env, cwd=tmp,
+    p = subprocess.Popen([sys.executable, "-m", "pbm_server.running.cli", "turn", "run", name], env=env, cwd=tmp,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert p.stdout is not None
     output = p.stdout.read()

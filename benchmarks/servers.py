@@ -187,7 +187,7 @@ class PbmServe:
 
     def start(self) -> "PbmServe":
         self.log = open(self.tmp / "serve.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "pbm_server.cli", "serve"], env=self.env, cwd=self.tmp,
+        self.proc = subprocess.Popen([sys.executable, "-m", "pbm_server.running.cli", "serve"], env=self.env, cwd=self.tmp,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_port(self.port, self.proc)
         return self
@@ -203,7 +203,7 @@ class PbmServe:
         return out
 
     def cli(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pbm_server.cli", *args], env=self.env, cwd=self.tmp, input=input,
+        return subprocess.run([sys.executable, "-m", "pbm_server.running.cli", *args], env=self.env, cwd=self.tmp, input=input,
                               capture_output=True, check=True)
 
     def stop(self) -> None:

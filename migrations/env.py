@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from pbm_server.models import Base
+from pbm_server.store.models import Base
 
 config = context.config
 target_metadata = Base.metadata
@@ -13,8 +13,8 @@ target_metadata = Base.metadata
 def run_migrations_online() -> None:
     engine = config.attributes.get("engine")
     if engine is None:
-        from pbm_server.db import make_engine
-        from pbm_server.settings import load_settings
+        from pbm_server.base.settings import load_settings
+        from pbm_server.store.db import make_engine
 
         engine = make_engine(load_settings().database_url)
     with engine.connect() as connection:

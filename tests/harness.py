@@ -61,7 +61,7 @@ def _sqlite_template() -> str:
         if "sqlite" not in _template:
             import tempfile
 
-            from pbm_server.db import Database
+            from pbm_server.store.db import Database
 
             folder = tempfile.mkdtemp(prefix="pbm-template-")
             path = os.path.join(folder, "template.db")
@@ -76,7 +76,7 @@ def _pg_template(base: str) -> str:
     """A PostgreSQL database migrated once per test session, to copy with TEMPLATE."""
     with _template_lock:
         if "postgresql" not in _template:
-            from pbm_server.db import Database
+            from pbm_server.store.db import Database
 
             name = f"pbm_template_{os.getpid()}_{uuid.uuid4().hex[:6]}"
             admin = create_engine(_pg(base), isolation_level="AUTOCOMMIT")
@@ -260,7 +260,7 @@ class PbmServer:
 
         cast = "CAST(:s AS JSON)" if self._engine.dialect.name == "postgresql" else ":s"
         self.execute(f"UPDATE games SET state = {cast} WHERE name = :n", s=json.dumps(state), n=game)
-        # the entries written over the old document go with it (pbm_server/gamestate.py)
+        # the entries written over the old document go with it (pbm_server/play/gamestate.py)
         self.execute("DELETE FROM state_entries WHERE game_id = (SELECT id FROM games WHERE name = :n)", n=game)
 
     def state(self, game: str) -> dict:
@@ -268,7 +268,7 @@ class PbmServer:
         its entries (state_entries) laid over it."""
         import json
 
-        from pbm_server.models import overlay
+        from pbm_server.store.models import overlay
 
         raw = self.sql("SELECT state FROM games WHERE name = :n", n=game)[0][0]
         state = raw if isinstance(raw, dict) else json.loads(raw)
@@ -287,7 +287,7 @@ class PbmServer:
     def start(self, *without: str):
         if not self.process:
             return self._start_here(without)
-        args = [sys.executable, "-m", "pbm_server.cli", "serve"]
+        args = [sys.executable, "-m", "pbm_server.running.cli", "serve"]
         for part in without:
             args += ["--without", part]
         self.log = open(self.tmp / "serve.log", "ab")
@@ -308,9 +308,9 @@ class PbmServer:
 
     def _start_here(self, without: tuple[str, ...]):
         """The real Server in this process, its parts as threads."""
-        from pbm_server import clock
-        from pbm_server.server import PARTS, Server
-        from pbm_server.settings import load_settings
+        from pbm_server.base import clock
+        from pbm_server.base.settings import load_settings
+        from pbm_server.running.server import PARTS, Server
 
         settings = load_settings(self.env)
         clock.use_file(settings.clock_file)
@@ -347,7 +347,7 @@ class PbmServer:
             server, self.server = self.server, None
             server.stop()
             self._drop_log()
-            from pbm_server import clock
+            from pbm_server.base import clock
 
             clock.use_file(None)
             return
@@ -394,7 +394,7 @@ class PbmServer:
             input = input.encode()
         if not self.process:
             return self._cli_here(args, input, check)
-        proc = subprocess.run([sys.executable, "-m", "pbm_server.cli", *args], env=self.env, cwd=self.tmp, input=input, capture_output=True)
+        proc = subprocess.run([sys.executable, "-m", "pbm_server.running.cli", *args], env=self.env, cwd=self.tmp, input=input, capture_output=True)
         proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
         if check and proc.returncode != 0:
             raise AssertionError(f"pbm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -407,8 +407,8 @@ class PbmServer:
         the interpreter would."""
         from click.testing import CliRunner
 
-        from pbm_server import clock
-        from pbm_server.cli import main
+        from pbm_server.base import clock
+        from pbm_server.running.cli import main
 
         env: dict[str, str | None] = {k: None for k in os.environ if k not in self.env}
         env.update(self.env)

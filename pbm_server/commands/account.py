@@ -5,13 +5,14 @@ them."""
 from __future__ import annotations
 
 from games.base import Line, Result, Section
-from pbm_server import accounts, confirm
+from pbm_server.accounts import confirm
+from pbm_server.accounts import service as accounts
+from pbm_server.accounts.passwords import hash_password, password_problem, verify_password
+from pbm_server.base.errors import ServerRefused
 from pbm_server.commands.registry import Audience, ServerContext, command, masked_after_two
-from pbm_server.compose import MASK
-from pbm_server.errors import ServerRefused
-from pbm_server.lookup import account_by_email, account_by_handle, lookalike_refusal
-from pbm_server.models import Account
-from pbm_server.passwords import hash_password, password_problem, verify_password
+from pbm_server.mail.compose import MASK
+from pbm_server.store.lookup import account_by_email, account_by_handle, lookalike_refusal
+from pbm_server.store.models import Account
 
 
 def _verify(acc: Account, password: str) -> bool:

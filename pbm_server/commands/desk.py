@@ -2,7 +2,7 @@
 
 Accepted only from PBM_GM_ADDRESS with the GM account's $$password$$ (the
 registry refuses everyone else).  Each command runs the same operation as the
-CLI (pbm_server.gmdesk, pbm_server.turns) inside a savepoint, so a refusal
+CLI (pbm_server.play.gmdesk, pbm_server.play.turns) inside a savepoint, so a refusal
 changes nothing.
 """
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from games import KINDS, get_rules
 from games.base import Line, Result
+from pbm_server.base.errors import ServerRefused, undone
+from pbm_server.base.localtime import show_time
 from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.errors import ServerRefused, undone
-from pbm_server.gmdesk import (
+from pbm_server.play.gmdesk import (
     add_player,
     change_deadline,
     change_settings,
@@ -24,8 +25,7 @@ from pbm_server.gmdesk import (
     remove_player,
     resume,
 )
-from pbm_server.localtime import show_time
-from pbm_server.turns import rollback, run_turn, why_not_done
+from pbm_server.play.turns import rollback, run_turn, why_not_done
 
 GAME_USAGE = (
     "expected one of: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]; game set NAME KEY=VALUE ...; "

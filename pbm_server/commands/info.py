@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from games import KINDS, get_rules
 from games.base import Line, Result, Section
-from pbm_server.accounts import observed, plays_in, running_games
+from pbm_server.accounts.service import observed, plays_in, running_games
+from pbm_server.base.errors import ServerRefused
+from pbm_server.base.localtime import show_time
 from pbm_server.commands.registry import REGISTRY, Audience, ServerContext, command
-from pbm_server.errors import ServerRefused
-from pbm_server.localtime import show_time
-from pbm_server.lookup import account_by_handle, player_count
-from pbm_server.models import Account
-from pbm_server.views import history, status
+from pbm_server.play.views import history, status
+from pbm_server.store.lookup import account_by_handle, player_count
+from pbm_server.store.models import Account
 
 
 def help_rows(audience: Audience) -> list[str]:

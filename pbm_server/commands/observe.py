@@ -1,7 +1,7 @@
 """Observing a game, by mail to pbm@DOMAIN: ``observe NAME`` / ``unobserve NAME``.
 
 An observer gets the public view of each of the game's reports (what
-``Rules.public_reports`` makes of them; pbm_server/notices.py sends it), never
+``Rules.public_reports`` makes of them; pbm_server/play/notices.py sends it), never
 orders, press or anything a player's own view hides.  Observing needs an
 account and its password (so nobody can sign a stranger's address up for
 mail).  A player cannot observe a game they play: they get its reports already,
@@ -14,10 +14,10 @@ from sqlalchemy import select
 
 from games import get_rules
 from games.base import Line, Result
-from pbm_server.accounts import observed
+from pbm_server.accounts.service import observed
+from pbm_server.base.errors import ServerRefused
 from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.errors import ServerRefused
-from pbm_server.models import Game, Observer
+from pbm_server.store.models import Game, Observer
 
 
 def _named_game(ctx: ServerContext, words: list[str], verb: str) -> Game:

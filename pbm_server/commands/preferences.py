@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta, timezone
 
 from games.base import Line, Result
+from pbm_server.base.deadlines import DeadlineError, _zone
+from pbm_server.base.errors import ServerRefused
 from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.deadlines import DeadlineError, _zone
-from pbm_server.errors import ServerRefused
 
 
 @command("timezone", Audience.PLAYER, ("timezone ZONE", "show deadlines also in ZONE, e.g. Europe/Zurich"))

@@ -16,13 +16,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from games.base import Line, Result
-from pbm_server import accounts, confirm
+from pbm_server.accounts import confirm
+from pbm_server.accounts import service as accounts
+from pbm_server.accounts.passwords import hash_password, password_problem
+from pbm_server.base.errors import ServerRefused
 from pbm_server.commands.registry import Audience, ServerContext, command, masked_after_two
-from pbm_server.errors import ServerRefused
-from pbm_server.lookup import account_by_email, account_by_handle
-from pbm_server.models import Account, AuthThrottle
-from pbm_server.outbound import enqueue
-from pbm_server.passwords import hash_password, password_problem
+from pbm_server.mail.outbound import enqueue
+from pbm_server.store.lookup import account_by_email, account_by_handle
+from pbm_server.store.models import Account, AuthThrottle
 
 #: forgot: at most this many codes per account within FORGOT_WINDOW
 FORGOT_LIMIT = 3

@@ -11,7 +11,7 @@ A module adds its commands with the :func:`command` decorator::
     @command("status", Audience.PLAYER, ("status NAME", "game NAME as you see it ..."))
     def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result: ...
 
-A handler refuses by raising :class:`~pbm_server.errors.ServerRefused` with
+A handler refuses by raising :class:`~pbm_server.base.errors.ServerRefused` with
 the reason; dispatch (:meth:`Registry.run_line`) is the one place that turns
 it into the line's refused ``Result``.  (``ServerCommand`` is a pbm@
 command's self-description; ``games.base.Command`` is a parsed game line.)
@@ -30,12 +30,12 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from games.base import Actor, Line, Result, Section
-from pbm_server.compose import MASK, Composer
-from pbm_server.errors import ServerRefused
-from pbm_server.lookup import account_by_handle, audit, find_game
-from pbm_server.models import Account, Game
-from pbm_server.notices import Mailer
-from pbm_server.settings import Settings
+from pbm_server.base.errors import ServerRefused
+from pbm_server.base.settings import Settings
+from pbm_server.mail.compose import MASK, Composer
+from pbm_server.play.notices import Mailer
+from pbm_server.store.lookup import account_by_handle, audit, find_game
+from pbm_server.store.models import Account, Game
 
 
 class Audience(enum.Enum):

@@ -279,7 +279,7 @@ def notice_text(kind: str, notice: Any, reader: str) -> str:
     if not notice.template:
         return str(notice.text)
     data = dict(notice.data)
-    data.setdefault("viewer", reader)  # as pbm_server.notices does
+    data.setdefault("viewer", reader)  # as pbm_server.play.notices does
     return "\n".join(render_all(kind, notice.template, data))
 
 

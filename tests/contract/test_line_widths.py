@@ -2,7 +2,7 @@
 then the text part of every mail the server sent is checked.
 
 * prose: no line longer than 78 columns (the server wraps at 72);
-* boards are recognised by ``pbm_server.compose.is_board_line`` (a line
+* boards are recognised by ``pbm_server.mail.compose.is_board_line`` (a line
   mostly drawn with ``| + [ ] ( ) * $ - _ = # . : / \\ < >``); they are never
   wrapped, and they hold no TAB, no trailing blank and no leading ``>`` or
   ``From `` (what a client's quoting or a relay would change), so quoted
@@ -11,7 +11,7 @@ then the text part of every mail the server sent is checked.
 
 from __future__ import annotations
 
-from pbm_server.compose import MAX_LINE, is_board_line
+from pbm_server.mail.compose import MAX_LINE, is_board_line
 from tests.harness import PbmServer
 from tests.server.weeks import WEEKS, addr
 

@@ -49,7 +49,7 @@ def test_two_serve_processes_run_a_deadline_once(table_stopped):
     for i in range(2):
         log = open(pbm.tmp / f"other{i}.log", "ab")
         others.append(subprocess.Popen(
-            [sys.executable, "-m", "pbm_server.cli", "serve", "--without", "listener", "--without", "worker", "--without", "outbound"],
+            [sys.executable, "-m", "pbm_server.running.cli", "serve", "--without", "listener", "--without", "worker", "--without", "outbound"],
             env=pbm.env, cwd=pbm.tmp, stdout=log, stderr=subprocess.STDOUT,
         ))
     try:
@@ -72,11 +72,11 @@ def test_two_serve_processes_run_a_deadline_once(table_stopped):
 
 def test_two_schedulers_racing_in_one_process_run_once(pbm_stopped, monkeypatch):
     """Two Scheduler objects released at the same moment on one SQLite file."""
-    from pbm_server.compose import Composer
-    from pbm_server.db import Database
-    from pbm_server.notices import Mailer
-    from pbm_server.scheduler import Scheduler
-    from pbm_server.settings import load_settings
+    from pbm_server.base.settings import load_settings
+    from pbm_server.mail.compose import Composer
+    from pbm_server.play.notices import Mailer
+    from pbm_server.running.scheduler import Scheduler
+    from pbm_server.store.db import Database
     from tests.desk.conftest import Table
 
     pbm_stopped.set_clock(T0)
@@ -86,7 +86,7 @@ def test_two_schedulers_racing_in_one_process_run_once(pbm_stopped, monkeypatch)
         t.order(p)
     pbm_stopped.stop()
     pbm_stopped.set_clock("2026-11-21T03:30:00+00:00")
-    monkeypatch.setattr("pbm_server.clock._file", str(pbm_stopped.clock_file))
+    monkeypatch.setattr("pbm_server.base.clock._file", str(pbm_stopped.clock_file))
     settings = load_settings(pbm_stopped.env)
     ran = []
     barrier = threading.Barrier(2)

@@ -10,7 +10,7 @@ server.  The per-game tests and the contract suite (tests/contract) use it.
 * A ``Table`` is the :class:`games.scenario.Table` each game's
   ``scenario.py`` plays on (tests/contract).
 * :func:`render` renders a game's template with the server's own Jinja
-  environment (``pbm_server.compose.make_environment``).
+  environment (``pbm_server.mail.compose.make_environment``).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ class Table:
         assert [r.line for r in out.results] == [c.line for c in commands], "results out of line order"
         assert self.state == before, "apply changed the state it was given"
         # always a JSON document, exactly as it reads back (the server keeps it
-        # in memory as returned: pbm_server/statecache.py)
+        # in memory as returned: pbm_server/play/statecache.py)
         assert json.loads(json.dumps(out.state)) == out.state, "the state is not what JSON gives back"
         return out
 
@@ -175,7 +175,7 @@ _ENV: Environment | None = None
 def environment() -> Environment:
     global _ENV
     if _ENV is None:
-        from pbm_server.compose import make_environment
+        from pbm_server.mail.compose import make_environment
 
         _ENV = make_environment()
     return _ENV

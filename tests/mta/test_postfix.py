@@ -174,13 +174,21 @@ class Postfix:
         except OSError:
             return False
 
+    def _master_alive(self) -> bool:
+        """Whether Postfix's master still runs (its pid file outlives it)."""
+        try:
+            pid = int((self.dir / "queue" / "pid" / "master.pid").read_text().split()[0])
+            os.kill(pid, 0)
+        except (OSError, ValueError, IndexError):
+            return False
+        return True
+
     def stop(self) -> None:
         self.run("stop")
-        pid = self.dir / "queue" / "pid" / "master.pid"
         deadline = time.monotonic() + 30
-        while pid.exists() and time.monotonic() < deadline:
+        while self._master_alive() and time.monotonic() < deadline:
             time.sleep(0.1)
-        if pid.exists():
+        if self._master_alive():
             self.run("abort")
 
     def log(self) -> str:
@@ -240,7 +248,7 @@ def pipe_interpreter(base: Path) -> str:
             continue
         try:
             probe = subprocess.run(
-                [python, "-c", f"import site; site.addsitedir({purelib!r}); import pbm_server.cli, sqlalchemy"],
+                [python, "-c", f"import site; site.addsitedir({purelib!r}); import pbm_server.running.cli, sqlalchemy"],
                 user=nobody.pw_uid, group=nobody.pw_gid, capture_output=True, cwd="/")
         except PermissionError:
             continue  # e.g. a venv whose interpreter lives under /root
@@ -250,7 +258,7 @@ def pipe_interpreter(base: Path) -> str:
                 "#!/bin/sh\n# pbm for Postfix's pipe: the settings, then the CLI\n"
                 f"export PBM_CONFIG={base / 'pbm.toml'}\n"
                 f"exec {python} -c 'import site, sys; site.addsitedir({json.dumps(purelib)}); "
-                "from pbm_server.cli import main; sys.argv[0] = \"pbm\"; main()' \"$@\"\n")
+                "from pbm_server.running.cli import main; sys.argv[0] = \"pbm\"; main()' \"$@\"\n")
             wrapper.chmod(0o755)
             return str(wrapper)
     pytest.fail(f"no Python that {PIPE_USER} can run imports pbm_server from {purelib}: "

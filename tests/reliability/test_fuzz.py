@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from games import KINDS as GAME_KINDS
 from games import get_rules
 from games.base import Command, Line
-from pbm_server.mailtext import (
+from pbm_server.mail.mailtext import (
     PASSWORD_RE,
     automatic_reason,
     command_lines,

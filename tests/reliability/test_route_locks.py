@@ -1,5 +1,5 @@
 """On SQLite the route of a mail (its game) is locked across processes by a
-byte-range lock of a file beside the database (pbm_server/db.py,
+byte-range lock of a file beside the database (pbm_server/store/db.py,
 RouteLocks): a game another process works on cannot be taken, another game
 can, and a process that dies lets go of what it held."""
 
@@ -9,12 +9,12 @@ import subprocess
 import sys
 import textwrap
 
-from pbm_server.db import Database, RouteLocks, game_key
+from pbm_server.store.db import Database, RouteLocks, game_key
 from tests.harness import wait_until
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from pbm_server.db import Database, RouteLocks, game_key
+    from pbm_server.store.db import Database, RouteLocks, game_key
     locks = RouteLocks(Database(sys.argv[1]))
     assert locks.take(game_key("g1"))
     print("held", flush=True)

@@ -114,7 +114,7 @@ def test_a_from_that_fails_dmarc_at_our_mta_is_never_authenticated(pbm_stopped):
 
 
 def test_alignment_rules_without_a_dmarc_policy():
-    from pbm_server.senderauth import unverified_reason
+    from pbm_server.mail.senderauth import unverified_reason
 
     ours = "mx.example.net"
     assert unverified_reason(["mx.example.net; dmarc=none; dkim=pass header.d=mail.example.org"], ours, "a@example.org") is None

@@ -1,7 +1,7 @@
 """Several workers on one database: `pbm serve --workers N` threads and more
 than one back-end process.  Mails of different games are processed side by
 side, the mails of one game strictly in the order they arrived, and every
-mail exactly once (pbm_server/db.py, docs/scaling.md).  On PostgreSQL (when
+mail exactly once (pbm_server/store/db.py, docs/scaling.md).  On PostgreSQL (when
 PBM_TEST_DATABASE_URL is set) the processes really run side by side; on
 SQLite they take turns at the one writer, and order and once-only must hold
 all the same."""

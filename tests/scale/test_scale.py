@@ -30,10 +30,10 @@ PASSWORD = "scale-secret-1"
 
 def store_game(pbm: PbmServer, kind: str, name: str, state: dict, handles: list[str]) -> None:
     """The game and one account per player, as the server's own code writes them."""
-    from pbm_server.creation import create_game
-    from pbm_server.db import Database
-    from pbm_server.models import Account, Membership
-    from pbm_server.passwords import hash_password
+    from pbm_server.accounts.passwords import hash_password
+    from pbm_server.play.creation import create_game
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Account, Membership
 
     db = Database(pbm.db_url)
     db.upgrade()

@@ -84,7 +84,7 @@ def test_no_import_circle_among_server_modules():
     graph = {name: imports_of(name, path, known) for name, path in modules.items()}
     # the walk sees the edges a reader sees
     assert "pbm_server.commands.registry" in graph["pbm_server.commands.info"]
-    assert "pbm_server.processing" in graph["pbm_server.server"]
+    assert "pbm_server.pipeline.worker" in graph["pbm_server.running.server"]
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
 
@@ -106,3 +106,32 @@ def test_every_server_module_imports_in_a_fresh_interpreter():
     assert [name for name, _ in results] == names
     for name, proc in results:
         assert proc.returncode == 0, f"import {name} failed:\n{proc.stderr}"
+
+
+#: pbm_server's packages, lowest first: each imports only its own modules and those of packages before it
+LAYERS = ["base", "store", "mail", "accounts", "play", "commands", "pipeline", "running"]
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_every_module_lives_in_a_layer_package():
+    loose = [name for name in module_names() if name != "pbm_server" and layer_of(name) not in LAYERS]
+    assert not loose, f"modules outside the layer packages {LAYERS}: {loose}"
+
+
+def test_layers_import_only_downward():
+    modules = module_names()
+    known = set(modules)
+    upward = []
+    for name, path in modules.items():
+        here = layer_of(name)
+        if here is None:
+            continue
+        for target in imports_of(name, path, known):
+            there = layer_of(target)
+            if there is not None and LAYERS.index(there) > LAYERS.index(here):
+                upward.append(f"{name} -> {target}")
+    assert not upward, "imports that go up a layer: " + "; ".join(sorted(upward))

@@ -261,7 +261,7 @@ def test_press_text_decoded_and_password_never_relayed(pbm):
 def test_a_mail_of_many_blocks_is_answered_within_bounds():
     """A hostile mail of 2,000 press blocks: 50 are answered, the rest is
     not read (and nothing of it is left to be read as orders)."""
-    from pbm_server.press import MAX_BLOCKS, extract
+    from pbm_server.play.press import MAX_BLOCKS, extract
 
     body = "\n".join(f"PRESS TO p{i}\nhello {i}\nENDPRESS" for i in range(2000))
     rest, blocks, _ = extract(body)

@@ -18,8 +18,8 @@ from email.utils import make_msgid
 
 import pytest
 
-from pbm_server.mailtext import command_lines, decode_flowed, read_mail
-from pbm_server.replies import SentMail
+from pbm_server.mail.mailtext import command_lines, decode_flowed, read_mail
+from pbm_server.mail.replies import SentMail
 from tests.harness import PbmServer, wait_until
 from tests.server.reply_styles import STYLES, gt
 

@@ -13,11 +13,11 @@ from email.utils import make_msgid
 
 from sqlalchemy import text
 
-from pbm_server.compose import Composer
-from pbm_server.db import Database, game_key
-from pbm_server.inbound import store_messages
-from pbm_server.processing import Worker
-from pbm_server.settings import load_settings
+from pbm_server.base.settings import load_settings
+from pbm_server.mail.compose import Composer
+from pbm_server.mail.inbound import store_messages
+from pbm_server.pipeline.worker import Worker
+from pbm_server.store.db import Database, game_key
 
 
 def _mail(to: str, body: str, subject: str = "orders") -> tuple[str, list[str], bytes]:

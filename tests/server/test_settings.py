@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pbm_server.settings import Settings, SettingsError, describe, load, load_settings
+from pbm_server.base.settings import Settings, SettingsError, describe, load, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-PBM = [sys.executable, "-m", "pbm_server.cli"]
+PBM = [sys.executable, "-m", "pbm_server.running.cli"]
 
 
 def test_config_file_fills_in_and_the_environment_wins(tmp_path):
@@ -140,7 +140,7 @@ def test_relay_settings_are_checked_and_the_password_file_is_secret(tmp_path):
     pw.write_text("hunter22\n")
     s = load_settings({"PBM_RELAY_USER": "pbm", "PBM_RELAY_PASSWORD_FILE": str(pw), "PBM_DOMAIN": "games.example.org"})
     assert s.relay_password() == "hunter22" and s.ehlo_name == "games.example.org" and s.relay_tls == "none"
-    from pbm_server.settings import shown
+    from pbm_server.base.settings import shown
 
     assert shown(s, "relay_password_file") == "(hidden)"
     assert load_settings({"PBM_RELAY_EHLO_NAME": "mx.example.org"}).ehlo_name == "mx.example.org"
@@ -151,7 +151,7 @@ def test_back_ends_by_default_one_on_sqlite_one_per_core_on_postgresql():
     one back end; PostgreSQL one per core (at most 4); a number is kept."""
     import os
 
-    from pbm_server.server import backend_count
+    from pbm_server.running.server import backend_count
 
     cores = len(os.sched_getaffinity(0))
     assert backend_count(load_settings({"PBM_DATABASE_URL": "sqlite:///x.db"})) == 1

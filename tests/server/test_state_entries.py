@@ -65,10 +65,10 @@ def test_entries_one_change_adds_read_back_in_the_order_it_added_them(tmp_path):
     added by earlier changes."""
     from datetime import datetime, timezone
 
-    from pbm_server.creation import create_game
-    from pbm_server.db import Database
-    from pbm_server.gamestate import save_entries
-    from pbm_server.models import Game, current_state
+    from pbm_server.play.creation import create_game
+    from pbm_server.play.gamestate import save_entries
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Game, current_state
 
     db = Database(f"sqlite:///{tmp_path / 'pbm.sqlite'}")
     db.upgrade()
@@ -211,9 +211,9 @@ def _accounts(pbm, handles: list[str]) -> None:
     """Accounts (the tests' one password) that play in no game yet."""
     from datetime import datetime, timezone
 
-    from pbm_server.db import Database
-    from pbm_server.models import Account
-    from pbm_server.passwords import hash_password
+    from pbm_server.accounts.passwords import hash_password
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Account
 
     db = Database(pbm.db_url)
     hashed = hash_password(PASSWORD)

@@ -529,7 +529,7 @@ def test_view_and_players_and_help():
 def test_the_templates_draw_the_same_board_in_text_and_html():
     import re
 
-    from pbm_server.compose import make_environment
+    from pbm_server.mail.compose import make_environment
 
     env = make_environment()
     t = started()

@@ -467,7 +467,7 @@ def test_apply_gives_one_result_per_command(texts):
 
 
 def render(section_or_notice) -> str:
-    from pbm_server.compose import make_environment
+    from pbm_server.mail.compose import make_environment
 
     env = make_environment()
     return env.get_template(f"giveaway/{section_or_notice.template}").render(**section_or_notice.data, viewer="x")
@@ -502,7 +502,7 @@ def test_every_mail_template_renders_what_the_player_needs():
 
 
 def test_report_html_part_has_the_same_facts():
-    from pbm_server.compose import make_environment
+    from pbm_server.mail.compose import make_environment
 
     t = Table("Alice", "Bob", "Carol")
     t.holdings(Alice=1, Bob=2, Carol=1)

@@ -1,0 +1,405 @@
+"""Receiving mail: the aiosmtpd listener and ``pbm mail inject``.
+
+The listener refuses at RCPT every address that is not ours (550: never an open
+relay) and answers 250 to DATA only after the message is committed.  Commits
+are grouped: a single writer thread takes every message waiting at that moment
+and stores them in one transaction, so many concurrent senders share one fsync
+without any of them getting a 250 early.  Database work never runs on the event
+loop.  Any fault of ours answers 451 (try again later), never a 5xx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Concatenate, cast
+
+from sqlalchemy import CursorResult, Table, insert, select, text
+from sqlalchemy.pool import PoolProxiedConnection
+
+from pbm_server.base import clock
+from pbm_server.base.settings import Settings
+from pbm_server.mail import bounces
+from pbm_server.store.db import Database
+from pbm_server.store.models import Game, InboundMail
+
+if TYPE_CHECKING:
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import SMTP, Envelope
+    from aiosmtpd.smtp import Session as SMTPSession
+
+log = logging.getLogger(__name__)
+
+TEMPFAIL = "451 4.3.0 Temporary local problem, please try again later"
+
+#: a message waiting for the intake writer: envelope sender, recipients, raw
+#: bytes, the future its inbox id goes to, and that future's event loop
+_Waiting = tuple[str, list[str], bytes, "asyncio.Future[int | None]", asyncio.AbstractEventLoop]
+
+
+def store_messages(db: Database, items: list[tuple[str, list[str], bytes]]) -> list[int]:
+    """Store (envelope sender, recipients, raw bytes) in one transaction; return
+    the inbox ids in the order of ``items``.
+
+    One multi-row INSERT (executemany), not one ORM object per message.  On
+    SQLite the writing transaction holds the database's write lock from its
+    BEGIN IMMEDIATE, so the new rows get consecutive ids ending at
+    last_insert_rowid(); elsewhere RETURNING gives them in order."""
+    now = clock.now()
+    rows = [dict(received_at=now, mail_from=f, rcpt_tos=list(r), raw=raw, status="new") for f, r, raw in items]
+    if not rows:
+        return []
+    with db.write() as s:
+        if db.is_sqlite:
+            s.execute(insert(InboundMail), rows)
+            last = s.execute(text("SELECT last_insert_rowid()")).scalar_one()
+            return list(range(last - len(rows) + 1, last + 1))
+        if len(rows) == 1:
+            inserted = cast(CursorResult[Any], s.execute(insert(InboundMail).values(**rows[0])))
+            key = inserted.inserted_primary_key
+            assert key is not None
+            return [key[0]]
+        result = s.execute(insert(InboundMail).returning(InboundMail.id, sort_by_parameter_order=True), rows)
+        return list(result.scalars())
+
+
+class _SqliteInbox:
+    """The listener's hot path on SQLite: one connection kept by the writer
+    thread, and per group ``BEGIN IMMEDIATE; INSERT ... (executemany);
+    COMMIT`` on the DB-API connection, which costs a quarter of the CPU of an
+    ORM session per group (the CPU the event loop would miss).  The columns are
+    encoded by SQLAlchemy's own bind processors, so the rows are exactly what
+    :func:`store_messages` writes; the connection comes from the engine, so it
+    has the same pragmas (WAL, synchronous=FULL, busy_timeout)."""
+
+    COLUMNS = ("received_at", "mail_from", "rcpt_tos", "raw", "status")
+
+    def __init__(self, db: Database):
+        self.db = db
+        table = cast(Table, InboundMail.__table__)
+        dialect = db.engine.dialect
+        self.sql = f"INSERT INTO {table.name} ({', '.join(self.COLUMNS)}) VALUES ({', '.join('?' * len(self.COLUMNS))})"
+        self.procs: list[Callable[[Any], Any]] = [table.c[c].type.bind_processor(dialect) or (lambda v: v) for c in self.COLUMNS]
+        self._conn: PoolProxiedConnection | None = None
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            self._conn = self.db.engine.raw_connection()
+        return self._conn.driver_connection
+
+    def store(self, items: list[tuple[str, list[str], bytes]]) -> list[int]:
+        p_at, p_from, p_rcpt, p_raw, p_status = self.procs
+        at = p_at(clock.now())
+        new = p_status("new")
+        rows = [(at, p_from(f), p_rcpt(list(r)), p_raw(raw), new) for f, r, raw in items]
+        con = self._connection()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.executemany(self.sql, rows)
+                last = con.execute("SELECT last_insert_rowid()").fetchone()[0]
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        except BaseException:
+            # a fault of the connection itself: start afresh with the next group
+            try:
+                if self._conn is not None:
+                    self._conn.invalidate()
+            except Exception:
+                pass
+            self._conn = None
+            raise
+        return list(range(last - len(rows) + 1, last + 1))
+
+
+class IntakeWriter:
+    """One thread that commits waiting messages in groups.
+
+    ``submit`` is called on the event loop and returns an asyncio future; the
+    thread takes everything waiting at that moment (up to ``max_batch``),
+    commits it in one transaction (one fsync for the group), and resolves the
+    group's futures with ONE call into the loop.  Nobody gets a 250 before the
+    commit of their message returned.  ``on_commit(n)`` is called after each
+    commit of ``n`` messages."""
+
+    def __init__(self, db: Database, max_batch: int = 256, on_commit: Callable[[int], None] | None = None):
+        self.db = db
+        self.max_batch = max_batch
+        self.on_commit = on_commit
+        self.batches = 0  # commits so far (for the benchmarks)
+        self.stored = 0
+        self._fast = _SqliteInbox(db) if db.is_sqlite else None
+        self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="intake-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, mail_from: str, rcpts: list[str], raw: bytes) -> asyncio.Future[int | None]:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._queue.put((mail_from, rcpts, raw, fut, loop))
+        return fut
+
+    @staticmethod
+    def _resolve(batch: list[_Waiting], ids: Sequence[int | None] | None, exc: Exception | None) -> None:
+        for item, new_id in zip(batch, ids or [None] * len(batch), strict=False):
+            fut = item[3]
+            if fut.done():  # the session went away meanwhile
+                continue
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(new_id)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            ids, error = None, None
+            try:
+                items = [(f, r, raw) for f, r, raw, _, _ in batch]
+                ids = self._fast.store(items) if self._fast is not None else store_messages(self.db, items)
+            except Exception as exc:
+                log.exception("could not store %d message(s)", len(batch))
+                error = exc
+            else:
+                self.batches += 1
+                self.stored += len(batch)
+            by_loop: dict[asyncio.AbstractEventLoop, list[int]] = {}
+            for i, item in enumerate(batch):
+                by_loop.setdefault(item[4], []).append(i)
+            for loop, idx in by_loop.items():
+                part = [batch[i] for i in idx]
+                part_ids = [ids[i] for i in idx] if ids is not None else None
+                try:
+                    loop.call_soon_threadsafe(self._resolve, part, part_ids, error)
+                except RuntimeError:  # the loop is closed: nobody waits any more
+                    pass
+            if ids is not None and self.on_commit:
+                try:
+                    self.on_commit(len(batch))
+                except Exception:
+                    log.exception("on_commit failed")
+            if stop:
+                return
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+        log.info("intake: %d message(s) stored in %d commit(s)", self.stored, self.batches)
+
+
+class GameNames:
+    """Which local parts exist; a miss is checked against the database (off the loop)."""
+
+    def __init__(self, db: Database, ttl: float = 5.0):
+        self.db = db
+        self.ttl = ttl
+        self._names: set[str] = set()
+        self._loaded = 0.0
+
+    def _load(self) -> set[str]:
+        with self.db.read() as s:
+            return set(s.scalars(select(Game.name)).all())
+
+    async def exists(self, local: str) -> bool:
+        if local in self._names and time.monotonic() - self._loaded < self.ttl:
+            return True
+        loop = asyncio.get_running_loop()
+        self._names = await loop.run_in_executor(None, self._load)
+        self._loaded = time.monotonic()
+        return local in self._names
+
+
+class BounceAddresses:
+    """Checks the token of a bounce address (bounces.py) with the key read
+    once from the database (off the loop)."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self._key: bytes | None = None
+
+    def _load(self) -> bytes:
+        with self.db.read() as s:
+            return bounces.read_key(s)
+
+    async def valid(self, local: str) -> bool:
+        if self._key is None:
+            loop = asyncio.get_running_loop()
+            self._key = await loop.run_in_executor(None, self._load)
+        return bounces.outbox_id_of(self._key, local) is not None
+
+
+class InboundHandler:
+    """aiosmtpd handler: small hooks, each returning an SMTP status line."""
+
+    def __init__(self, settings: Settings, writer: IntakeWriter, names: GameNames,
+                 bounce_addresses: BounceAddresses | None = None):
+        self.domain = settings.domain.lower()
+        self.writer = writer
+        self.names = names
+        self.bounce_addresses = bounce_addresses or BounceAddresses(names.db)
+
+    async def handle_RCPT(self, server: SMTP, session: SMTPSession, envelope: Envelope, address: str,
+                          rcpt_options: list[str]) -> str:
+        if address.lower() == "postmaster":  # RFC 5321 4.5.1: <Postmaster> without a domain too
+            address = f"postmaster@{self.domain}"
+        local, _, domain = address.rpartition("@")
+        local = local.lower()
+        if domain.lower() != self.domain or not local:
+            return "550 5.1.1 Not a local address; this server relays nothing"
+        if bounces.is_bounce_local(local):  # the return path of one of our mails (VERP)
+            try:
+                if not await self.bounce_addresses.valid(local):
+                    return "550 5.1.1 Not a return path of this server"
+            except Exception:
+                log.exception("bounce key lookup failed")
+                return TEMPFAIL
+        elif local not in ("pbm", "postmaster"):  # postmaster: RFC 5321 requires it; forwarded to the GM
+            try:
+                if not await self.names.exists(local):
+                    return f"550 5.1.1 No game named {local} here; mail pbm@{self.domain} with 'games' for the list"
+            except Exception:
+                log.exception("game lookup failed")
+                return TEMPFAIL
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: SMTPSession, envelope: Envelope) -> str:
+        raw = envelope.original_content if envelope.original_content is not None else envelope.content
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogateescape")
+        try:
+            # with decode_data=False aiosmtpd always has the content (bytes) at DATA
+            inbox_id = await self.writer.submit(envelope.mail_from or "", list(envelope.rcpt_tos), cast(bytes, raw))
+        except Exception:
+            return TEMPFAIL
+        return f"250 OK queued as {inbox_id}"
+
+    async def handle_exception(self, error: Exception) -> str:
+        log.exception("SMTP session error", exc_info=error)
+        return TEMPFAIL
+
+
+TOO_MANY = "421 4.7.0 too many connections, try again later"
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft limit of open files to the hard limit (each SMTP
+    session is a socket); returns the new soft limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        if soft == resource.RLIM_INFINITY or soft >= target:
+            return soft
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    except (ImportError, ValueError, OSError):
+        log.warning("could not raise the open-file limit", exc_info=True)
+        return -1
+
+
+class SessionLimits:
+    """Open SMTP sessions per client address and in total (all on the loop thread)."""
+
+    def __init__(self, per_client: int, total: int):
+        self.per_client = per_client
+        self.total = total
+        self.by_client: dict[str, int] = {}
+        self.open = 0
+
+    def take(self, client: str) -> bool:
+        if self.open >= self.total or self.by_client.get(client, 0) >= self.per_client:
+            return False
+        self.open += 1
+        self.by_client[client] = self.by_client.get(client, 0) + 1
+        return True
+
+    def give_back(self, client: str) -> None:
+        self.open -= 1
+        left = self.by_client.get(client, 1) - 1
+        if left > 0:
+            self.by_client[client] = left
+        else:
+            self.by_client.pop(client, None)
+
+
+def _limited_smtp_class() -> Callable[Concatenate[InboundHandler, SessionLimits, ...], SMTP]:
+    from aiosmtpd.smtp import SMTP
+
+    class LimitedSMTP(SMTP):
+        """An SMTP session that counts against :class:`SessionLimits`: over
+        the limit it answers 421 instead of the greeting and closes."""
+
+        def __init__(self, handler: InboundHandler, limits: SessionLimits, **kwargs: Any) -> None:
+            super().__init__(handler, **kwargs)
+            self.limits = limits
+            self.client: str | None = None
+            self.admitted = False
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            peer = transport.get_extra_info("peername")
+            self.client = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+            self.admitted = self.limits.take(self.client)
+            super().connection_made(transport)
+
+        def connection_lost(self, error: Exception | None) -> None:
+            if self.admitted and self.client is not None:
+                self.admitted = False
+                self.limits.give_back(self.client)
+            super().connection_lost(error)
+
+        async def _handle_client(self) -> None:
+            if not self.admitted:
+                log.warning("refused an SMTP session from %s: too many connections", self.client)
+                await self.push(TOO_MANY)
+                if self.transport is not None:
+                    self.transport.close()
+                return
+            await super()._handle_client()
+
+    return LimitedSMTP
+
+
+def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
+    from aiosmtpd.controller import Controller
+
+    raise_open_file_limit()
+    limits = SessionLimits(settings.smtp_max_sessions_per_client, settings.smtp_max_sessions)
+    smtp_class = _limited_smtp_class()
+
+    class LimitedController(Controller):
+        def factory(self) -> SMTP:
+            return smtp_class(self.handler, limits, **self.SMTP_kwargs)
+
+    return LimitedController(
+        handler,
+        hostname=settings.listen_host,
+        port=settings.listen_port,
+        ready_timeout=10.0,
+        data_size_limit=settings.max_message_bytes,
+        decode_data=False,
+        server_hostname=settings.domain,
+        ident="pbm-server",
+        # a session silent this long is closed (aiosmtpd answers 421 and hangs up)
+        timeout=settings.smtp_idle_timeout_seconds,
+    )

@@ -1,0 +1,369 @@
+"""From stored bytes to what a command mail says: who sent it, whether it is an
+automatic mail we must not answer, and its command lines.
+
+Everything here is defensive: a malformed, wrongly encoded, HTML-only or hostile
+mail yields text (perhaps empty) and never an exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from email import policy
+from email.message import EmailMessage, Message
+from email.parser import BytesParser
+from email.utils import getaddresses, parseaddr
+from typing import cast
+
+from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
+
+from games.base import Line
+from pbm_server.mail.headers import POLICY, clean_text
+from pbm_server.mail.replies import SentMail, normalise, own_lines
+
+#: at most this many command lines are read from one mail
+MAX_LINES = 300
+#: longer lines are cut (nobody types a 500-character command)
+MAX_LINE_CHARS = 500
+
+PASSWORD_RE = re.compile(r"\$\$(.+?)\$\$")
+_SUBJECT_PREFIX = re.compile(r"^\s*((re|aw|sv|fw|fwd|wg|tr)\s*(\[\d+\])?\s*:\s*)+", re.I)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@dataclass
+class IncomingMail:
+    from_addr: str  # lower-case bare address from the From header (or the envelope)
+    subject: str
+    message_id: str | None
+    references: list[str]
+    body: str  # the text a person wrote: plain part, or the HTML part as text
+    html_only: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    #: every Authentication-Results header, topmost first (see senderauth.py)
+    auth_results: list[str] = field(default_factory=list)
+    #: the top-level Content-Type, lower case ("multipart/report" may be an abuse report)
+    content_type: str = "text/plain"
+
+
+def _header(msg: EmailMessage, name: str) -> str:
+    try:
+        value = msg.get(name)
+    except Exception:  # a header the policy cannot parse
+        value = None
+    if value is None:
+        try:
+            raw = msg.get_all(name, failobj=[]) if hasattr(msg, "get_all") else []
+            value = raw[0] if raw else ""
+        except Exception:
+            value = ""
+    return _CONTROL.sub(" ", str(value)).strip()
+
+
+def _decode_part(part: Message) -> str:
+    try:
+        # a text part (the body's): bytes, never a Message (which typeshed allows for)
+        payload = cast("bytes | None", part.get_payload(decode=True))
+    except Exception:
+        payload = None
+    if payload is None:
+        try:
+            content = part.get_payload()
+            return content if isinstance(content, str) else ""
+        except Exception:
+            return ""
+    charset = None
+    try:
+        charset = part.get_content_charset()
+    except Exception:
+        pass
+    for candidate in (charset, "utf-8", "cp1252"):
+        if not candidate:
+            continue
+        try:
+            return payload.decode(candidate)
+        except (LookupError, ValueError):  # ValueError: a charset name with a NUL in it
+            continue
+    return payload.decode("latin-1", errors="replace")
+
+
+def _body(msg: EmailMessage) -> tuple[str, bool]:
+    try:
+        part = msg.get_body(preferencelist=("plain", "html"))
+    except Exception:
+        part = None
+    if part is None:
+        if not msg.is_multipart() and msg.get_content_maintype() == "text":
+            part = msg
+        else:
+            return "", False
+    text = _decode_part(part)
+    try:
+        flowed = str(part.get_param("format") or "").lower() == "flowed"
+        delsp = str(part.get_param("delsp") or "").lower() == "yes"
+    except Exception:
+        flowed = delsp = False
+    if flowed and part.get_content_subtype() == "plain":
+        text = decode_flowed(text, delsp)
+    if part.get_content_subtype() == "html":
+        try:
+            return html_to_text(text), True
+        except Exception:
+            return re.sub(r"<[^>]*>", " ", text), True
+    return text, False
+
+
+def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
+    msg = cast(EmailMessage, BytesParser(policy=POLICY).parsebytes(raw))  # the policy's message_factory
+    from_header = _header(msg, "From")
+    addr = ""
+    try:
+        pairs = getaddresses([from_header])
+        addr = pairs[0][1] if pairs else ""
+    except Exception:
+        addr = parseaddr(from_header)[1]
+    addr = (addr or envelope_from or "").strip().lower()
+    body, html_only = _body(msg)
+    headers = {}
+    for name in ("Auto-Submitted", "Precedence", "X-Auto-Response-Suppress", "Return-Path", "X-Loop"):
+        value = _header(msg, name)
+        if value:
+            headers[name.lower()] = value
+    try:
+        list_headers = [k for k in msg.keys() if k.lower().startswith("list-")]
+    except Exception:
+        list_headers = []
+    if list_headers:
+        headers["list-*"] = ", ".join(list_headers)
+    try:
+        auth_results = [_CONTROL.sub(" ", str(v)) for v in msg.get_all("Authentication-Results", failobj=[])]
+    except Exception:
+        auth_results = []
+    refs = (_header(msg, "References") + " " + _header(msg, "In-Reply-To")).split()
+    message_id = _header(msg, "Message-ID") or None
+    try:
+        content_type = msg.get_content_type()
+    except Exception:
+        content_type = "text/plain"
+    return IncomingMail(
+        from_addr=addr,
+        subject=clean_text(_header(msg, "Subject"), limit=998),
+        message_id=message_id,
+        references=[r for r in refs if r.startswith("<")],
+        body=body,
+        html_only=html_only,
+        headers=headers,
+        auth_results=auth_results,
+        content_type=content_type,
+    )
+
+
+def dedup_key(raw: bytes, message_id: str | None) -> str:
+    """Same Message-ID and same content -> same key, whatever trace headers
+    (Received:, Delivered-To:) a redelivery added."""
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep:
+        head, sep, body = raw.partition(b"\n\n")
+    h = hashlib.sha256()
+    h.update((message_id or "").encode("utf-8", "replace"))
+    h.update(b"\0")
+    h.update(body.replace(b"\r\n", b"\n"))
+    if not message_id:
+        # without a Message-ID a resend is not recognisable: key on all of it
+        h.update(head)
+    return h.hexdigest()
+
+
+def automatic_reason(mail: IncomingMail, envelope_from: str, own_domain: str) -> str | None:
+    """Why this mail must not be answered (RFC 3834 and common practice), or None."""
+    if envelope_from.strip() in ("", "<>") or envelope_from.strip().lower() == "mailer-daemon":
+        # Postfix's pipe(8) gives a null sender as MAILER-DAEMON (its null_sender default)
+        return "null envelope sender (a bounce or auto-reply)"
+    local = mail.from_addr.split("@", 1)[0]
+    if local in ("mailer-daemon", "postmaster") or envelope_from.lower().startswith("mailer-daemon@"):
+        return "from a mailer daemon"
+    if not mail.from_addr or "@" not in mail.from_addr:
+        return "no usable From address"
+    if mail.from_addr.endswith("@" + own_domain.lower()):
+        return "from one of our own addresses (a loop)"
+    auto = mail.headers.get("auto-submitted", "").lower()
+    if auto and not auto.startswith("no"):
+        return f"Auto-Submitted: {auto}"
+    prec = mail.headers.get("precedence", "").lower()
+    if prec in ("bulk", "junk", "list"):
+        return f"Precedence: {prec}"
+    if "list-*" in mail.headers:
+        return f"mailing-list headers ({mail.headers['list-*']})"
+    if mail.headers.get("x-loop", "").lower().endswith(own_domain.lower()):
+        return "X-Loop names us"
+    return None
+
+
+def _clean(line: str) -> str:
+    return _CONTROL.sub(" ", line).strip()[:MAX_LINE_CHARS]
+
+
+def decode_flowed(text: str, delsp: bool = False) -> str:
+    """Undo ``format=flowed`` (RFC 3676): a line ending in a space goes on in
+    the next line of the same quote depth (with DelSp=yes that space goes too);
+    one leading space of a line is stuffing.  Quoted lines come back as
+    ``> `` per level; the signature line ``-- `` is never joined."""
+    out: list[str] = []
+    open_depth: int | None = None  # depth of the paragraph still going on
+    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        depth = len(raw) - len(raw.lstrip(">"))
+        line = raw[depth:]
+        if line.startswith(" "):
+            line = line[1:]  # space-stuffing (or the space after the quote marks)
+        soft = line.endswith(" ") and line != "-- "
+        if soft and delsp:
+            line = line[:-1]
+        if open_depth == depth and out:
+            out[-1] += line
+        else:
+            out.append(("> " * depth if depth else "") + line)
+        open_depth = depth if soft else None
+    return "\n".join(out)
+
+
+class Lines(list[Line]):
+    """Command lines; ``cut_after`` is the number of the last line read when
+    the mail had more than MAX_LINES command lines (None: all were read)."""
+
+    cut_after: int | None = None
+
+
+def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[Line]:
+    """The non-blank lines the sender wrote now (see replies.py), numbered by
+    their place in the body.  ``sent``: the mails of ours this one answers."""
+    lines = Lines()
+    for number, line in own_lines(body, sent, domain):
+        text = _clean(line)
+        if not text:
+            continue
+        if len(lines) >= MAX_LINES:
+            lines.cut_after = lines[-1].number
+            break
+        lines.append(Line(number, text))
+    return lines
+
+
+def _starts_with(line: str, head: str) -> bool:
+    """``head`` is ``line`` or its first words."""
+    return line == head or line.startswith(head + " ")
+
+
+def subject_command(subject: str, body_lines: Sequence[Line] = ()) -> Line | None:
+    """The Subject as a candidate command line (number 0), or None.  A Subject
+    that begins with a reply or forward prefix ("Re:", "AW:", "Fwd:" ...)
+    answers or passes on a mail and is never a command; one that repeats a
+    line of the body, or names the start of one ("confirm" above
+    "confirm 7KQ2M-XH4PD"; passwords aside, normalised), runs once, as the body
+    line."""
+    if _SUBJECT_PREFIX.match(subject or ""):
+        return None
+    text = _clean(subject or "")
+    if not text:
+        return None
+    bare = normalise(PASSWORD_RE.sub(" ", text))
+    if bare and any(_starts_with(normalise(PASSWORD_RE.sub(" ", line.text)), bare) for line in body_lines):
+        # only its $$password$$ (if any) still counts
+        kept = " ".join(f"$${pw}$$" for pw in PASSWORD_RE.findall(text))
+        return Line(0, kept) if kept else None
+    return Line(0, text)
+
+
+def unpaired_secrets(text: str) -> list[str]:
+    """What a ``$$`` without its partner may hide (a password wrapped onto two
+    lines, a missing closing ``$$``, a stray ``pw$$``): the text after such a
+    ``$$`` to the end of the line and its words, or, for a ``$$`` that ends
+    the line, the word before it."""
+    rest = PASSWORD_RE.sub(" ", text)
+    if "$$" not in rest:
+        return []
+    found: list[str] = []
+    parts = rest.split("$$")
+    for before, after in zip(parts, parts[1:], strict=False):
+        if after.strip():  # an opening $$: the rest of the line
+            found.append(after.strip())
+            found.extend(after.split())
+        elif before.split():  # a closing $$ at the end: the word before it
+            found.append(before.split()[-1])
+    return [f for f in found if f]
+
+
+def mask_unpaired(text: str, mask: str = "****") -> str:
+    """``text`` with everything after a stray ``$$`` (and the word glued to it)
+    masked; well-formed ``$$...$$`` pairs are left for compose.redact."""
+    pieces = PASSWORD_RE.split(text)  # even: outside pairs; odd: pair contents
+    out = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            out.append("$$" + piece + "$$")
+        elif "$$" in piece:
+            head = piece.split("$$", 1)[0]
+            head = re.sub(r"\S+$", "", head)
+            out.append(head + mask)
+        else:
+            out.append(piece)
+    return "".join(out)
+
+
+def take_passwords(lines: list[Line]) -> tuple[list[str], list[Line]]:
+    """Remove every ``$$password$$`` from the lines; return the passwords found
+    (white space around them dropped: a password holds none) and the lines
+    that still have text.  A line with a ``$$`` left over is not a command:
+    it is left out, and what it may hide is returned with the passwords'
+    fragments (see :func:`split_passwords`)."""
+    found, kept, _ = split_passwords(lines)
+    return found, kept
+
+
+def split_passwords(lines: list[Line]) -> tuple[list[str], list[Line], list[tuple[int, list[str]]]]:
+    """As :func:`take_passwords`, and also (line number, hidden fragments) of
+    every line left out because of a stray ``$$``."""
+    found: list[str] = []
+    kept: list[Line] = []
+    stray: list[tuple[int, list[str]]] = []
+    for line in lines:
+        found.extend(p.strip() for p in PASSWORD_RE.findall(line.text) if p.strip())
+        if "$$" in PASSWORD_RE.sub(" ", line.text):
+            stray.append((line.number, unpaired_secrets(line.text)))
+            continue
+        rest = PASSWORD_RE.sub(" ", line.text).strip()
+        if rest:
+            kept.append(Line(line.number, " ".join(rest.split())))
+    return found, kept, stray
+
+
+#: the fields of an abuse report's machine-readable part worth keeping (RFC 5965 3.1, 3.2)
+_ARF_FIELDS = ("feedback-type", "user-agent", "source-ip", "original-mail-from", "original-rcpt-to",
+               "reported-domain", "arrival-date")
+
+
+def abuse_report(raw: bytes) -> str | None:
+    """An abuse report (ARF, RFC 5965: multipart/report; report-type=feedback-report)
+    summed up on one line of cleaned fields; None for any other mail."""
+    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    if msg.get_content_type() != "multipart/report":
+        return None
+    if str(msg.get_param("report-type", "")).lower() != "feedback-report":
+        return None
+    found: list[str] = []
+    for part in msg.walk():
+        if part.get_content_type() != "message/feedback-report":
+            continue
+        payload = part.get_payload()
+        if isinstance(payload, list) and payload and not isinstance(payload[0], str):
+            items = list(payload[0].items())  # the parser reads the fields as a header block
+        else:
+            text = part.get_payload(decode=True) or b""
+            items = list(BytesParser(policy=policy.default).parsebytes(bytes(text), headersonly=True).items())
+        for name, value in items:
+            if name.lower() in _ARF_FIELDS:
+                found.append(f"{name.lower()}={clean_text(str(value))[:200]}")
+        break
+    origin = clean_text(parseaddr(str(msg.get("from", "")))[1])[:200]
+    return "; ".join([f"from={origin or '(none)'}", *found])[:1000]

@@ -1,0 +1,144 @@
+"""The second stage of a mail's path: who sent it, and which of its
+credentials hold.
+
+:func:`authenticate` finds the sender's account by the From address, asks
+whether our MTA verified that address (senderauth.py), and checks the mail's
+first ``$$password$$`` against the account: the slow hashing happens here,
+outside any write transaction, once per account per mail, through the mail's
+:class:`~pbm_server.accounts.throttle.CredentialGate`.  An unregistered sender's
+password is not checked at all (the reply says there is no account).
+
+The other credentials of a mail are known only once its lines are routed and
+parsed: :meth:`Sender.vouch` checks them through the same gate (the userid
+and password of a pbmserv-style line, the old password of a `password` line,
+the accounts a line names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from games.base import Actor, Command
+from pbm_server.accounts.throttle import OK, THROTTLED, CredentialGate
+from pbm_server.base.settings import Settings
+from pbm_server.mail.mailtext import IncomingMail
+from pbm_server.mail.senderauth import unverified_reason
+from pbm_server.pipeline.route import Routed
+from pbm_server.store.db import Database
+from pbm_server.store.lookup import Credentials, account_by_handle, credentials_by_email
+from pbm_server.store.models import Account
+
+#: told when someone keeps guessing an account's password: (session, account, blocked until)
+OnLockout = Callable[[Session, Account | Credentials, datetime], None]
+
+
+@dataclass
+class Vouched:
+    """What the credentials of a mail's lines came to."""
+
+    #: handle -> address of every account the mail's lines name (the sender's too)
+    emails: dict[str, str] = field(default_factory=dict)
+    #: (account handle key, old password) of `password` lines -> it matched
+    verified: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: passwords of pbmserv-style lines (masked in whatever the mail causes)
+    secrets: set[str] = field(default_factory=set)
+    #: the userid slot of a line whose credentials failed (it may hold a
+    #: misplaced password): masked in the echo of the sender's lines
+    echo_secrets: set[str] = field(default_factory=set)
+    #: what the gate has to say (throttling), for the reply
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Sender:
+    """Who sent the mail, as far as it proved it."""
+
+    actor: Actor
+    gate: CredentialGate
+    #: the mail carried a password that did not prove the sender (or was not checked)
+    bad_password: bool = False
+    #: the $$password$$ was not checked: too many failed attempts (throttle.py)
+    throttled: bool = False
+    #: why the From address cannot be trusted (Authentication-Results); None: trusted or not checked
+    unverified: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def vouch(self, s: Session, routed: Routed) -> Vouched:
+        """The credentials of the routed lines, checked through the mail's
+        gate; a game command whose credentials fail gets its error."""
+        out = Vouched()
+        sender = self.actor.email
+        for cmd in routed.commands:
+            self._vouch_command(s, cmd, out)
+        for line in routed.server_lines:
+            # `password HANDLE OLD NEW`: the old password is checked here, not in
+            # the write transaction; commands.account.cmd_password reads the verdict
+            words = line.text.split()
+            if len(words) == 4 and words[0].lower() == "password":
+                acc = account_by_handle(s, words[1])
+                if acc is not None and acc.email == sender:
+                    out.verified[(acc.handle_key, words[2])] = self.gate.check(acc, words[2]) == OK
+        out.notes.extend(self.gate.notes)
+        if self.actor.handle:
+            out.emails[self.actor.handle] = sender
+        return out
+
+    def _vouch_command(self, s: Session, cmd: Command, out: Vouched) -> None:
+        sender = self.actor.email
+        if cmd.credentials:
+            userid, password = cmd.credentials
+            out.secrets.add(password)
+            if self.unverified:
+                out.echo_secrets.add(userid)
+                if cmd.error is None:
+                    cmd.error = f"the sender of this mail could not be verified ({self.unverified}); nothing was done"
+                return
+            acc = account_by_handle(s, userid)
+            verdict = self.gate.check(acc, password, handle=userid)
+            if verdict == OK and acc is not None and acc.email == sender:
+                cmd.actor = acc.handle
+            else:
+                # the "userid" slot may hold a misplaced password: never echo it
+                out.echo_secrets.add(userid)
+                if cmd.error is None and verdict == THROTTLED:
+                    cmd.error = "too many failed password attempts: the password was not checked (see above); nothing was done"
+                elif cmd.error is None:
+                    cmd.error = f"the userid, its password and the sender address {sender} do not match; nothing was done"
+        for h in cmd.accounts:
+            acc = account_by_handle(s, h)
+            if acc is None:
+                if cmd.error is None:
+                    cmd.error = f"there is no account named {h}; they must register first"
+            else:
+                out.emails[acc.handle] = acc.email
+
+
+def authenticate(s: Session, db: Database, settings: Settings, mail: IncomingMail, passwords: list[str],
+                 now: datetime, on_lockout: OnLockout) -> Sender:
+    """The sender of ``mail``, proved by the first of ``passwords`` if it can be."""
+    unverified = None
+    if settings.trusted_authserv_id:
+        unverified = unverified_reason(mail.auth_results, settings.trusted_authserv_id, mail.from_addr)
+    gate = CredentialGate(db, settings, mail.from_addr, now, on_lockout=on_lockout, session=s)
+    account = credentials_by_email(s, mail.from_addr)
+    found = Sender(Actor(handle=None, email=mail.from_addr, authenticated=False), gate, unverified=unverified)
+    authenticated = False
+    if passwords and unverified:
+        found.notes.append(f"The sender of this mail could not be verified ({unverified}), so its password "
+                           "was not checked and nothing that needs it was done.")
+        passwords = []
+    if passwords:
+        verdict = gate.check(account, passwords[0]) if account is not None else None
+        authenticated = verdict == OK
+        found.throttled = verdict == THROTTLED
+        if len(set(passwords)) > 1:
+            gate.note("Only the first $$password$$ of a mail is checked as your password.")
+        found.bad_password = not authenticated
+    is_gm = bool(settings.gm_address) and mail.from_addr == settings.gm_address.lower() and authenticated
+    found.actor = Actor(handle=account.handle if account else None, email=mail.from_addr,
+                        authenticated=authenticated, is_gm=is_gm)
+    return found

@@ -1,0 +1,103 @@
+"""The last stage of a mail's path: the reply to its sender, put in the
+outbox in the mail's write transaction.
+
+A mail that proved its sender (a matching password, or a line's own
+credentials) is a player at work: always answered, in full.  Any other mail
+is answered at most ``PBM_REPLY_LIMIT_PER_HOUR`` times an hour per address
+and ``PBM_UNAUTHENTICATED_REPLIES_PER_HOUR`` times an hour in all (robots
+answering robots stop there; the GM hears of it once an hour), and its reply
+is cut to ``PBM_MAX_UNAUTHENTICATED_REPLY_BYTES``.  The Subject says what
+became of the mail (subjects.py), the reply names the thread it belongs to
+and the mail it answers, and no password the mail carried appears in it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pbm_server.base.settings import Settings
+from pbm_server.mail.compose import Composer
+from pbm_server.mail.headers import clean_msgid, clean_msgids, clean_text
+from pbm_server.mail.mailtext import IncomingMail
+from pbm_server.mail.outbound import UNPROVEN_REPLY, enqueue_one, replies_sent_since, unproven_replies_since
+from pbm_server.mail.subjects import reply_subject
+from pbm_server.pipeline.execute import Answer, CommandWork, InboxRow
+from pbm_server.play.notices import tell_gm
+from pbm_server.store.models import OutboundMail
+
+#: outbox kind of the GM's notice that the server stopped answering unproven mail
+GM_QUIET = "gm-quiet"
+
+
+class Replier:
+    """Puts the reply to a command mail in the outbox, within the limits."""
+
+    def __init__(self, settings: Settings, composer: Composer):
+        self.settings = settings
+        self.composer = composer
+
+    def send(self, s: Session, row: InboxRow, mail: IncomingMail, work: CommandWork, answer: Answer,
+             now: datetime) -> None:
+        """The reply to ``mail`` (unless a limit says otherwise: then the inbox row says why)."""
+        proven = work.proven
+        if not proven and not self._may_answer(s, row, mail, answer, now):
+            return
+        reply = answer.reply
+        # the Subject says what became of the mail (subjects.py); only
+        # cleaned values go into the reply's headers (headers.py)
+        subject = clean_text(reply_subject(answer.facts, reply.results, reply.orders))
+        mid, raw = self.composer.message(
+            to_addr=mail.from_addr,
+            to_name=work.actor.handle,
+            from_local=answer.reply_from,
+            subject=subject,
+            body=self.composer.reply(reply, max_bytes=None if proven else self.settings.max_unauthenticated_reply_bytes),
+            auto="auto-replied",
+            now=now,
+            in_reply_to=clean_msgid(mail.message_id),
+            references=clean_msgids(mail.references),
+            secrets=work.secrets,
+            thread=answer.thread,
+        )
+        enqueue_one(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply" if proven else UNPROVEN_REPLY,
+                    now=now, inbound_id=row.id, game_id=row.game_id)
+
+    def _may_answer(self, s: Session, row: InboxRow, mail: IncomingMail, answer: Answer, now: datetime) -> bool:
+        """The limits of mails that did not prove their sender: per address
+        (the reply before the last says so), and for all such mails together
+        (robots answering from a new address each time)."""
+        since = now - timedelta(hours=1)
+        limit = self.settings.reply_limit_per_hour
+        count = replies_sent_since(s, mail.from_addr, since)
+        if count >= limit:
+            row.note = f"not answered: {count} replies to {mail.from_addr} in the last hour (limit {limit})"
+            return False
+        everyone = unproven_replies_since(s, since)
+        budget = self.settings.unauthenticated_replies_per_hour
+        if everyone >= budget:
+            row.note = ((row.note + "; ") if row.note else "") + (
+                f"not answered: {everyone} replies to mails without a password in the last hour "
+                f"(PBM_UNAUTHENTICATED_REPLIES_PER_HOUR {budget})")
+            self._tell_gm_quiet(s, now, budget)
+            return False
+        if count == limit - 1:
+            answer.reply.notes.append(
+                f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
+            )
+        return True
+
+    def _tell_gm_quiet(self, s: Session, now: datetime, budget: int) -> None:
+        """The GM hears once an hour that mails without a password go unanswered."""
+        if s.scalar(select(OutboundMail.id).where(OutboundMail.kind == GM_QUIET,
+                                                  OutboundMail.created_at >= now - timedelta(hours=1)).limit(1)):
+            return
+        tell_gm(s, self.composer, self.settings.gm_address,
+                f"The server has stopped answering mails without a password: {budget} replies to such "
+                "mails within an hour (PBM_UNAUTHENTICATED_REPLIES_PER_HOUR).",
+                [("what", "such mails are still processed; they get no reply until the hour is over"),
+                 ("see", "pbm mail status; the inbox note of each mail says it was not answered"),
+                 ("next notice", "at most one such mail per hour")],
+                now, kind=GM_QUIET)

@@ -1,0 +1,112 @@
+"""The third stage of a mail's path: where its lines go.
+
+A command mail to pbm@DOMAIN is read as server commands, except the lines of
+a game kind that takes its commands there (``Rules.pbm_prefix``, pbmserv
+style: "curio move 101 ..."), which go to that kind's game, or to a new game
+of that kind if there is none yet.  A mail to NAME@DOMAIN goes to that game.
+The Subject is read as a line where it is one: a server command the sender
+may use, or a line the game parses.  The game lines are parsed here, by the
+game's own rules, before any lock is taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from games import get_rules, prefixed_kinds
+from games.base import Actor, Command, Line
+from pbm_server.commands.dispatch import REGISTRY
+from pbm_server.pipeline.classify import CommandText
+from pbm_server.store.lookup import game_name_kind
+from pbm_server.store.models import Game
+
+
+@dataclass(frozen=True)
+class ToServer:
+    """The mail's lines are pbm@ commands (or it went to no known game)."""
+
+
+@dataclass(frozen=True)
+class ToGame:
+    """The game lines go to the existing game ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NewGameOf:
+    """The game lines are for kind ``kind``, of which no game exists yet:
+    one named after the kind is created when the mail is handled."""
+
+    kind: str
+
+
+Route = ToServer | ToGame | NewGameOf
+
+
+@dataclass
+class Routed:
+    """Where a command mail's lines go."""
+
+    route: Route = ToServer()
+    #: lines for the pbm@ command registry
+    server_lines: list[Line] = field(default_factory=list)
+    #: lines for the game of ``route``, and the game's kind
+    game_lines: list[Line] = field(default_factory=list)
+    game_kind: str | None = None
+    #: the game lines as the game's rules parsed them
+    commands: list[Command] = field(default_factory=list)
+    #: the game the mail was addressed to (NAME@DOMAIN): where its press goes
+    press_game: str | None = None
+    #: the mail went to NAME@DOMAIN and there is no such game
+    no_game: str | None = None
+
+
+def route(s: Session, local: str, text: CommandText, actor: Actor) -> Routed:
+    """Where the lines of a mail to ``local``@DOMAIN go, sent by ``actor``."""
+    routed = _to_server(s, text, actor) if local == "pbm" else _to_game(s, local, text)
+    if routed.game_lines and routed.game_kind is not None:
+        routed.commands = get_rules(routed.game_kind).parse(routed.game_lines)
+    return routed
+
+
+def _to_server(s: Session, text: CommandText, actor: Actor) -> Routed:
+    """Lines to pbm@: server commands, and the lines of a game kind that
+    takes its commands there (Rules.pbm_prefix)."""
+    routed = Routed()
+    prefixed = prefixed_kinds()
+    lines = text.lines
+    subject = text.subject
+    if subject is not None:
+        first = subject.text.split()[0].lower()
+        if first in prefixed or REGISTRY.is_subject_command(subject.text, actor):
+            lines = [subject] + lines
+    for line in lines:
+        first = line.text.split()[0].lower()
+        if first in prefixed:
+            routed.game_lines.append(line)
+            routed.game_kind = first
+        else:
+            routed.server_lines.append(line)
+    if routed.game_kind is not None:
+        game = s.scalar(select(Game).where(Game.kind == routed.game_kind).order_by(Game.id).limit(1))
+        routed.route = ToGame(game.name) if game else NewGameOf(routed.game_kind)
+    return routed
+
+
+def _to_game(s: Session, local: str, text: CommandText) -> Routed:
+    """Lines to NAME@: the game's lines (the Subject first, if it parses as
+    the game's)."""
+    named = game_name_kind(s, local)
+    if named is None:
+        return Routed(no_game=local)
+    name, kind = named
+    lines = text.lines
+    if text.subject is not None:
+        tried = get_rules(kind).parse([text.subject])
+        if tried and all(c.ok for c in tried):
+            lines = [text.subject] + lines
+    return Routed(ToGame(name), game_lines=lines, game_kind=kind, press_game=name)

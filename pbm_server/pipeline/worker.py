@@ -1,0 +1,373 @@
+"""The worker: takes stored mails in arrival order and handles each exactly
+once, stage by stage (:meth:`Worker.process`):
+
+  1. classify (classify.py): a bounce, an abuse report, a mail to postmaster
+     or an automatic mail is handled by its kind and never answered; a
+     command mail's lines, Subject, passwords and press are read;
+  2. authenticate (authenticate.py): the sender's account and password --
+     the slow hashing happens here, outside any write transaction;
+  3. route (route.py): pbm@ -> server commands, NAME@ -> that game, a
+     pbmserv-style line -> its kind's game (a new one if none); the game
+     lines parsed, and their own credentials checked (``Sender.vouch``);
+  4. execute (execute.py), in ONE write transaction with 5: claim the row
+     (still "new"?), drop a redelivered copy, run the commands, put the
+     notices in the outbox;
+  5. reply (reply.py): the answer in the outbox; the row marked done.
+A crash before the commit leaves the row "new": it is handled again after the
+restart, and nothing of the first try remains.  A mail whose handling raises
+is "shunted": marked with its error, the GM is told (at most one summary an
+hour, shunts.py), and the worker goes on.  A database fault (disk full,
+locked, connection lost) is not the mail's fault: the mail stays new and is
+tried again after a doubling delay.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Integer, bindparam, select
+from sqlalchemy.orm import Session
+
+from games.base import Actor
+from pbm_server.base import clock
+from pbm_server.base.polling import Poller
+from pbm_server.base.settings import Settings
+from pbm_server.mail import bounces
+from pbm_server.mail.compose import Composer
+from pbm_server.mail.mailtext import IncomingMail, dedup_key, read_mail
+from pbm_server.mail.outbound import enqueue
+from pbm_server.pipeline.authenticate import authenticate
+from pbm_server.pipeline.classify import Bounce, CommandMail, MailKind, classify, read_commands
+from pbm_server.pipeline.execute import CommandWork, Executor, InboxRow
+from pbm_server.pipeline.reply import Replier
+from pbm_server.pipeline.route import NewGameOf, ToGame, route
+from pbm_server.pipeline.shunts import ShuntNotices
+from pbm_server.play.notices import Mailer, tell_gm
+from pbm_server.play.statecache import StateCache
+from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
+from pbm_server.store.lookup import Credentials, audit
+from pbm_server.store.models import Account, InboundMail, table
+
+log = logging.getLogger(__name__)
+
+_INBOX = table(InboundMail)
+# the worker's own statements on the inbox, made once (plain Core, bound
+# parameters): building a statement costs more than running it on SQLite
+_WAITING = (select(_INBOX.c.id).where(_INBOX.c.status == "new")
+            .order_by(_INBOX.c.id).limit(bindparam("n", type_=Integer)))
+_WAITING_UPTO = (select(_INBOX.c.id).where(_INBOX.c.status == "new", _INBOX.c.id <= bindparam("upto"))
+                 .order_by(_INBOX.c.id).limit(bindparam("n", type_=Integer)))
+_RCPTS = select(_INBOX.c.id, _INBOX.c.rcpt_tos).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)))
+_STORED = select(_INBOX.c.raw, _INBOX.c.mail_from, _INBOX.c.rcpt_tos).where(
+    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+_CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from).where(
+    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+_SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key == bindparam("key"), _INBOX.c.id != bindparam("id"),
+                                  _INBOX.c.status != "new").limit(1)
+_FINISH = _INBOX.update().where(_INBOX.c.id == bindparam("row_id"))
+
+
+@dataclass
+class Prepared:
+    """A mail after the stages that need no lock: its kind, and for a
+    command mail what was read, who sent it and where its lines go."""
+
+    inbox_id: int
+    mail: IncomingMail
+    kind: MailKind
+    dedup: str
+    #: a command mail's work for the execute stage (None: another kind)
+    work: CommandWork | None = None
+
+    @property
+    def actor(self) -> Actor:
+        """Who sent it: an unproven stranger until a password proved otherwise."""
+        if self.work is not None:
+            return self.work.actor
+        return Actor(handle=None, email=self.mail.from_addr, authenticated=False)
+
+
+class Worker(Poller):
+    def __init__(self, db: Database, settings: Settings, composer: Composer):
+        super().__init__(settings.poll_seconds)
+        self.db = db
+        self.settings = settings
+        self.composer = composer
+        self.mailer = Mailer(composer)
+        self.shunts = ShuntNotices(settings, self.tell_gm)
+        self.bounces = bounces.Bounces(settings, self.tell_gm)
+        self._bounce_key: bytes | None = None
+        self._db_failures = 0  # transient database errors in a row
+        self.states = StateCache()  # decoded game states by version
+        #: the stages that run in the mail's write transaction
+        self.executor = Executor(settings, composer, self.mailer, self.bounces, self.states)
+        self.replier = Replier(settings, composer)
+        self.routes = RouteLocks(db)  # the route (game) of the mail in hand
+        self.on_processed: Callable[[], None] | None = None  # after each commit
+        self._routes_of: dict[int, str] = {}  # inbox id -> route key (waiting)
+        #: the inbox id of the mail this worker is handling (set by process
+        #: and prepare: with a route held, prepare may take an older mail)
+        self.in_hand: int | None = None
+
+    # -- loop ----------------------------------------------------------------
+    #: how many of the oldest waiting mails a worker looks at to find one whose
+    #: game (route) no other worker is busy with
+    LOOK_AHEAD = 256
+    FIRST_LOOK = 32
+
+    def route_key(self, rcpts: list[str]) -> str:
+        """What a mail's processing is serialized on: its game's key for a mail
+        to NAME@DOMAIN, the server's for pbm@ (and postmaster@)."""
+        domain = "@" + self.settings.domain.lower()
+        for r in rcpts:
+            r = r.lower()
+            if r.endswith(domain):
+                local = r[: -len(domain)]
+                if local in ("pbm", "postmaster") or bounces.is_bounce_local(local):
+                    return SERVER_KEY
+                return game_key(local)
+        return SERVER_KEY
+
+    def waiting(self, upto: int | None = None, limit: int | None = None,
+                session: Session | None = None) -> list[tuple[int, str]]:
+        """(inbox id, route key) of the oldest waiting mails, oldest first
+        (``upto``: only those with an id up to that one; ``session``: a read
+        transaction of the caller's to look in).
+
+        The ids come from the (status, id) index alone; a mail's recipients
+        never change, so its route is read and worked out once per worker and
+        remembered (the ids of mails no longer waiting are forgotten), not
+        decoded again for every mail picked while a backlog waits.  Plain
+        Core statements on the transaction's connection: no ORM objects."""
+        if session is None:
+            with self.db.read() as s:
+                return self.waiting(upto, limit, s)
+        conn = session.connection()
+        n = limit or self.LOOK_AHEAD
+        found = conn.execute(_WAITING, {"n": n}) if upto is None else conn.execute(_WAITING_UPTO, {"n": n, "upto": upto})
+        ids = list(found.scalars())
+        unknown = [i for i in ids if i not in self._routes_of]
+        if unknown:
+            for i, r in conn.execute(_RCPTS, {"ids": unknown}):
+                self._routes_of[i] = self.route_key(list(r or []))
+        if upto is None and limit is None and len(self._routes_of) > 4 * self.LOOK_AHEAD:
+            keep = set(ids)
+            self._routes_of = {i: k for i, k in self._routes_of.items() if i in keep}
+        return [(i, self._routes_of[i]) for i in ids if i in self._routes_of]
+
+    def pick(self) -> tuple[int, str] | None:
+        """The oldest waiting mail of a route nobody else is working on, with
+        that route's key taken; None when there is none."""
+        tried: set[str] = set()
+        # a short look first (it is all a backlog needs while few workers
+        # are busy), the whole look-ahead only if every route in it is taken
+        for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
+            waiting = self.waiting(limit=limit)
+            for candidate, key in waiting:
+                if key in tried:
+                    continue
+                tried.add(key)
+                if not self.routes.take(key):
+                    continue  # another worker is on this game
+                # under the key, the mail's preparation looks again for the
+                # route's oldest waiting mail (Worker.first_of_route)
+                return candidate, key
+            if len(waiting) < self.FIRST_LOOK:
+                break  # that was all there is
+        return None
+
+    def next_id(self) -> int | None:
+        """The oldest waiting mail (for tools and tests; the loop uses pick)."""
+        waiting = self.waiting()
+        return waiting[0][0] if waiting else None
+
+    def run_once(self) -> bool:
+        picked = self.pick()
+        if picked is None:
+            self.shunts.flush(self.db)
+            if self.settings.gm_address:
+                self.bounces.flush(self.db)
+            return False
+        inbox_id, key = picked
+        try:
+            self.process(inbox_id, held=key)
+        finally:
+            self.routes.release(key)
+        if self.on_processed:
+            self.on_processed()
+        return True
+
+    def close(self) -> None:
+        self.routes.close()
+
+    def step(self) -> bool:
+        return self.run_once()
+
+    # -- one mail --------------------------------------------------------------
+    def process(self, inbox_id: int, held: str | None = None) -> None:
+        """One mail, start to end, stage by stage: classify, authenticate and
+        route (:meth:`prepare`, no lock held), then execute and reply in one
+        write transaction.  ``held``: the route key this worker holds (never
+        asked for again inside: that would wait for itself)."""
+        self.in_hand = inbox_id
+        try:
+            prep = self.prepare(inbox_id, held)
+            if prep is None:
+                return
+            keys, world = self.locks_for(prep, held)
+            with self.db.write(keys=keys, world=world) as s:
+                row = self.claim(s, prep.inbox_id)
+                if row is None:
+                    return  # another worker got it first
+                now = clock.now()
+                if not self.duplicate(s, row, prep, now):
+                    answer = self.executor.execute(s, row, prep.kind, prep.mail, prep.work, now)
+                    if answer is not None and prep.work is not None:
+                        self.replier.send(s, row, prep.mail, prep.work, answer, now)
+                self.finish(s, row)
+            self.states.keep()
+        except Exception as exc:
+            inbox_id = self.in_hand  # a shunt sets aside the mail that failed
+            self.states.drop()
+            if is_transient(exc):
+                # the database, not the mail: leave it new and try again later
+                self._back_off(inbox_id, exc)
+                return
+            # shunt: set aside with its error, tell the GM
+            log.exception("mail %s failed", inbox_id)
+            if not self.shunt(inbox_id, exc):
+                self._back_off(inbox_id, exc)  # not even that could be written
+                return
+        self._db_failures = 0
+
+    @staticmethod
+    def locks_for(prep: Prepared, held: str | None) -> tuple[list[str], str]:
+        """The locks of a mail's write transaction (pbm_server/store/db.py): the GM's
+        mails may touch any game and take the world; everybody else's take
+        their game's key and share the world."""
+        if prep.actor.is_gm:
+            return [], EXCLUSIVE
+        keys = []
+        routed = prep.work.routed if prep.work is not None else None
+        if isinstance(prep.kind, Bounce) or (routed is not None and routed.server_lines):
+            keys.append(SERVER_KEY)
+        where = routed.route if routed is not None else None
+        if isinstance(where, ToGame):
+            keys.append(game_key(where.name))
+        elif isinstance(where, NewGameOf):
+            keys.append(game_key(where.kind))
+        return [k for k in keys if k != held], SHARED
+
+    def _back_off(self, inbox_id: int, exc: Exception) -> None:
+        """Wait before the next try, doubling like outbound's retries."""
+        self._db_failures += 1
+        delay = min(self.settings.retry_base_seconds * 2 ** (self._db_failures - 1), self.settings.retry_max_seconds)
+        log.warning("mail %s: database error (%s); next try in %.1f s", inbox_id, exc, delay)
+        self._stop.wait(delay)
+
+    def prepare(self, inbox_id: int, held: str | None = None) -> Prepared | None:
+        """The stages that need no lock, in one read transaction (the password
+        checks' slow hashing included: a read transaction blocks no writer).
+        ``held``: the route key the worker took for this mail; then the mail
+        prepared is the route's oldest waiting one, which may be another (see
+        :meth:`first_of_route`), and None if the route has none left."""
+        with self.db.read() as s:
+            if held is not None:
+                first = self.first_of_route(s, inbox_id, held)
+                if first is None:
+                    return None
+                inbox_id = self.in_hand = first
+            return self._prepare(s, inbox_id)
+
+    def first_of_route(self, s: Session, candidate: int, key: str) -> int | None:
+        """Under the route's key, afresh: its oldest waiting mail up to the
+        candidate picked from an earlier look.  That is another mail if one of
+        the route was committed late with a smaller id (PostgreSQL hands ids
+        out before commit); None if another worker has taken the candidate and
+        the route has nothing older."""
+        return next((i for i, k in self.waiting(upto=candidate, session=s) if k == key), None)
+
+    def _prepare(self, s: Session, inbox_id: int) -> Prepared | None:
+        """Classify, authenticate, route: the mail's stages before its write transaction."""
+        stored = s.connection().execute(_STORED, {"id": inbox_id}).first()
+        if stored is None:
+            return None
+        raw, envelope_from, rcpts = stored.raw, stored.mail_from, list(stored.rcpt_tos or [])
+        mail = read_mail(raw, envelope_from)
+        kind = classify(raw, envelope_from, rcpts, mail, self.settings, lambda: self._read_bounce_key(s))
+        prep = Prepared(inbox_id, mail, kind, dedup_key(raw, mail.message_id))
+        if not isinstance(kind, CommandMail):
+            return prep  # a bounce, an abuse report, a mail to postmaster or an automatic one: no line read
+        text = read_commands(s, mail, self.settings.domain)
+        sender = authenticate(s, self.db, self.settings, mail, text.passwords, clock.now(), self.tell_owner)
+        routed = route(s, kind.local, text, sender.actor)
+        prep.work = CommandWork.of(text, sender, routed, sender.vouch(s, routed))
+        return prep
+
+    def _read_bounce_key(self, s: Session) -> bytes:
+        """The HMAC key of the return paths, read once per worker."""
+        if self._bounce_key is None:
+            self._bounce_key = bounces.read_key(s)
+        return self._bounce_key
+
+    # -- the write transaction ---------------------------------------------------
+    @staticmethod
+    def claim(s: Session, inbox_id: int) -> InboxRow | None:
+        """The mail's row if it is still new (else another worker has it)."""
+        found = s.connection().execute(_CLAIM, {"id": inbox_id}).first()
+        return None if found is None else InboxRow(inbox_id, found.received_at, found.mail_from)
+
+    @staticmethod
+    def duplicate(s: Session, row: InboxRow, prep: Prepared, now: datetime) -> bool:
+        """Whether the mail is a redelivered copy of one already handled (then
+        the row says so and nothing else is done)."""
+        row.dedup_key = prep.dedup
+        row.processed_at = now
+        dup = s.connection().execute(_SAME, {"key": prep.dedup, "id": row.id}).scalar()
+        if dup is None:
+            return False
+        row.status, row.note = "duplicate", f"same Message-ID and content as mail {dup}"
+        return True
+
+    @staticmethod
+    def finish(s: Session, row: InboxRow) -> None:
+        """What became of the mail, written in the same transaction."""
+        s.connection().execute(_FINISH, {
+            "row_id": row.id, "status": row.status, "note": row.note, "dedup_key": row.dedup_key,
+            "processed_at": row.processed_at, "seed": row.seed, "game_id": row.game_id})
+
+    # -- shunt -------------------------------------------------------------------
+    def shunt(self, inbox_id: int, exc: Exception) -> bool:
+        """Set the mail aside; False if that could not be written."""
+        detail = "".join(traceback.format_exception(exc))[-4000:]
+        try:
+            with self.db.write(world=SHARED) as s:
+                row = s.get(InboundMail, inbox_id)
+                if row is None or row.status != "new":
+                    return True  # another worker has dealt with it
+                now = clock.now()
+                row.status, row.note, row.processed_at = "shunted", detail, now
+                audit(s, now, "system", "shunt", f"mail {inbox_id}: {type(exc).__name__}: {exc}")
+                self.shunts.shunted(s, now)  # the GM hears at most once per PBM_GM_SHUNT_NOTICE_SECONDS
+        except Exception:
+            log.exception("could not shunt mail %s", inbox_id)
+            return False
+        return True
+
+    def tell_owner(self, s: Session, account: Account | Credentials, until: datetime) -> None:
+        """An account's owner, once per lockout: someone keeps guessing."""
+        what = (f"Someone has sent many wrong passwords for your account {account.handle}. Until {until:%Y-%m-%d %H:%M} UTC "
+                "no password for it is checked, so mails that need it are refused. If this was not you, nothing is lost; "
+                f"if you have forgotten your password, send 'forgot {account.handle}' to {self.settings.server_address} "
+                "for a one-time code (it comes to this address only).")
+        body = self.composer.render("server/gm_notice.txt", {"what": what, "details": []})
+        mid, raw = self.composer.message(to_addr=account.email, to_name=account.handle, from_local="pbm", subject="pbm-server: failed password attempts", body=body, auto="auto-generated", now=clock.now())
+        enqueue(s, to_addr=account.email, message_id=mid, raw=raw, kind="notice", now=clock.now())
+
+    def tell_gm(self, s: Session, what: str, details: list[tuple[str, str]], now: datetime, kind: str = "gm",
+                inbound_id: int | None = None) -> None:
+        tell_gm(s, self.composer, self.settings.gm_address, what, details, now, kind=kind, inbound_id=inbound_id)

@@ -1,0 +1,406 @@
+"""Press: players' messages to each other, relayed by the server.
+
+In a mail to NAME@DOMAIN (with the sender's ``$$password$$``)::
+
+    PRESS TO bob carol          (or: PRESS TO ALL)
+    the message, as many lines as it takes
+    ENDPRESS
+
+:func:`extract` takes the blocks out of a mail's body before its command
+lines are read (a block's lines are never orders; the body keeps its line
+numbers, the blocks' lines become blank).  :func:`relay` runs in the mail's
+write transaction: it checks each block against the game (press on, off or
+broadcast only; who plays; the sender's hourly limit), puts one mail per
+recipient and a copy for the game master in the outbox, and records the
+message in the ``press`` table.  The recipients never see the sender's
+address (the mail comes from NAME@DOMAIN), and in an anonymous game not the
+sender's handle either.  See docs/players.md and docs/gm.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from games.base import Actor, Line, Result
+from pbm_server.base.settings import Settings
+from pbm_server.mail.compose import Composer
+from pbm_server.mail.mailtext import MAX_LINE_CHARS, PASSWORD_RE, mask_unpaired
+from pbm_server.mail.outbound import enqueue
+from pbm_server.mail.replies import MAX_SCAN_LINES, OWN, SentMail, classify
+from pbm_server.store.lookup import account_by_handle, audit
+from pbm_server.store.models import Game, Press
+
+#: a game's press settings (``game set NAME press=...``)
+MODES = ("on", "off", "broadcast")
+#: the longest message relayed (characters)
+MAX_PRESS_CHARS = 20_000
+#: blocks of one mail looked for with a fresh reading of the body; later ones
+#: are still taken out (never read as orders), with the last reading
+MAX_CAREFUL_BLOCKS = 20
+#: at most this many blocks of one mail are answered; the rest of the mail is not read
+MAX_BLOCKS = 50
+#: a PRESS TO line is read up to this many characters (as command lines are)
+MAX_HEADER_CHARS = MAX_LINE_CHARS
+#: at most this many handles are named in a refusal ("accepted: ...")
+MAX_NAMED = 40
+#: outbox kinds: the relayed message, the game master's copy
+KIND_PRESS = "press"
+KIND_GM_COPY = "gm-press"
+
+_START = re.compile(r"^\s*press\s+to(\s|$)", re.I)
+_PRESS_WORD = re.compile(r"^\s*press(\s|$)", re.I)
+_END = re.compile(r"^\s*endpress\s*$", re.I)
+#: does the body hold anything that may be press at all (most mails do not)
+_ANY = re.compile(r"^[ \t>|]*(press|endpress)\b", re.I | re.M)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@dataclass
+class PressBlock:
+    """One ``PRESS TO ... ENDPRESS`` block of a mail (or a line that looks
+    like one and is not)."""
+
+    #: line number of the PRESS TO line in the body (1-based)
+    start: int
+    #: the PRESS TO line as written, passwords taken out
+    header: str
+    handles: list[str] = field(default_factory=list)
+    to_all: bool = False
+    #: the message lines as written
+    body: list[str] = field(default_factory=list)
+    #: why the block is not sent, whatever the game says (None: fine so far)
+    error: str | None = None
+
+    @property
+    def line(self) -> Line:
+        return Line(self.start, self.header)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.body)
+
+
+def _lines(body: str) -> list[str]:
+    # numbered exactly as replies.classify and mailtext.command_lines number them
+    return body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _header(text: str, number: int) -> PressBlock:
+    """The PRESS TO line read: its handles or ALL."""
+    bare = " ".join(PASSWORD_RE.sub(" ", _CONTROL.sub(" ", text)).split())[:MAX_HEADER_CHARS]
+    block = PressBlock(number, bare)
+    words = [w for w in re.split(r"[\s,;]+", bare)[2:] if w]
+    if not words:
+        block.error = "PRESS TO names nobody: expected PRESS TO <handle> [<handle> ...] or PRESS TO ALL"
+    elif any(w.lower() == "all" for w in words):
+        block.to_all = True
+    else:
+        block.handles = list(dict.fromkeys(words))
+    return block
+
+
+def extract(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> tuple[str, list[PressBlock], list[str]]:
+    """Take the press blocks out of ``body``.
+
+    Returns the body with each block's lines (PRESS TO and ENDPRESS included)
+    made blank, the blocks in order, and the ``$$passwords$$`` written inside
+    them (they count as the mail's password; they are never relayed).
+
+    A block starts at a line of the sender's own (not a quote, not the
+    signature: replies.classify) that begins ``PRESS TO`` and ends at the next
+    line that is ``ENDPRESS``.  Between them, everything is the message as
+    written.  A block without its ENDPRESS (the mail ends, or another PRESS TO
+    line comes first) is refused and its lines are not read as orders; a
+    PRESS line without TO and an ENDPRESS without a block are refused too."""
+    blocks: list[PressBlock] = []
+    passwords: list[str] = []
+    if not _ANY.search(body):
+        return body, blocks, passwords
+    lines = _lines(body)
+    states = classify("\n".join(lines), sent, domain)
+    i = 0
+    while i < min(len(lines), MAX_SCAN_LINES):
+        state, text = states[i]
+        if state != OWN or not (_PRESS_WORD.match(text) or _END.match(text)):
+            i += 1
+            continue
+        number = i + 1
+        if len(blocks) >= MAX_BLOCKS:
+            blocks.append(_too_many(number, text))
+            _blank(lines, i, len(lines))
+            break
+        passwords.extend(_passwords_in(text))
+        stray = _stray_line(number, text)
+        if stray is not None:
+            blocks.append(stray)
+            lines[i] = ""
+            i += 1
+            continue
+        block, end = _block_at(lines, i, text)
+        for raw in block.body:
+            passwords.extend(_passwords_in(raw))
+        _blank(lines, i, end)
+        blocks.append(block)
+        i = end
+        if len(blocks) <= MAX_CAREFUL_BLOCKS and i < len(lines):
+            # read the rest afresh: the message's own lines (a "-- ", a
+            # "wrote:") must not change how the lines after it are read
+            states = classify("\n".join(lines), sent, domain)
+    return "\n".join(lines), blocks, passwords
+
+
+def _passwords_in(text: str) -> list[str]:
+    """The ``$$passwords$$`` written in one line."""
+    return [p.strip() for p in PASSWORD_RE.findall(text) if p.strip()]
+
+
+def _blank(lines: list[str], start: int, end: int) -> None:
+    """Make ``lines[start:end]`` blank (an ``end`` past the last line: up to it)."""
+    for k in range(start, min(end, len(lines))):
+        lines[k] = ""
+
+
+def _too_many(number: int, text: str) -> PressBlock:
+    """The refusal of the block at line ``number`` past MAX_BLOCKS."""
+    return PressBlock(number, " ".join(_CONTROL.sub(" ", text).split())[:MAX_HEADER_CHARS],
+                      error=f"more than {MAX_BLOCKS} press blocks in one mail: nothing from here on "
+                            f"was read; send the others in another mail")
+
+
+def _stray_line(number: int, text: str) -> PressBlock | None:
+    """The refusal of a line that starts no block (an ENDPRESS without a
+    block, a PRESS without TO); None for a PRESS TO line."""
+    if _END.match(text):
+        return PressBlock(number, text.strip(), error="ENDPRESS without a PRESS TO line before it")
+    if not _START.match(PASSWORD_RE.sub(" ", text)):
+        return PressBlock(number, " ".join(PASSWORD_RE.sub(" ", text).split())[:MAX_HEADER_CHARS],
+                          error="expected PRESS TO <handle> [<handle> ...] or PRESS TO ALL, then the "
+                                "message lines, then a line ENDPRESS")
+    return None
+
+
+def _block_at(lines: list[str], i: int, text: str) -> tuple[PressBlock, int]:
+    """The block whose PRESS TO line (``text``) is ``lines[i]``, and the index
+    of the first line after it (after its ENDPRESS; at the next PRESS TO or
+    past the end if it has none, and then it is refused)."""
+    number = i + 1
+    block = _header(text, number)
+    j = i + 1
+    while j < len(lines) and not _END.match(lines[j]) and not _START.match(lines[j]):
+        j += 1
+    block.body = lines[i + 1 : j]
+    if j >= len(lines):
+        if block.error is None:
+            block.error = (f"this press block (begun at line {number}) has no ENDPRESS line: nothing was sent, and "
+                           f"the lines after line {number} were not read; end the message with a line ENDPRESS")
+        return block, len(lines)
+    if _START.match(lines[j]):
+        if block.error is None:
+            block.error = (f"this press block (begun at line {number}) has no ENDPRESS line before the next PRESS TO "
+                           f"at line {j + 1}: nothing was sent; end each message with a line ENDPRESS")
+        return block, j  # the next block starts there
+    return block, j + 1
+
+
+def message_text(block: PressBlock, sender_addr: str) -> str:
+    """The message as relayed: the sender's lines as written, blank lines at
+    its start and end aside; control characters become spaces, a ``$$``
+    without its partner is masked (a password may follow it), and the
+    sender's own address, wherever it appears, is withheld."""
+    lines = [_CONTROL.sub(" ", ln) for ln in block.body]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    text = "\n".join(mask_unpaired(ln) if "$$" in PASSWORD_RE.sub(" ", ln) else ln for ln in lines)
+    if sender_addr:
+        text = re.sub(re.escape(sender_addr), "(address withheld)", text, flags=re.I)
+    return text
+
+
+def _names(handles: Sequence[str]) -> str:
+    shown = list(handles[:MAX_NAMED])
+    more = len(handles) - len(shown)
+    text = ", ".join(shown) if shown else "(none)"
+    return text + (f" and {more} more" if more > 0 else "")
+
+
+def _and(handles: Sequence[str]) -> str:
+    if len(handles) <= 1:
+        return "".join(handles)
+    return ", ".join(handles[:-1]) + " and " + handles[-1]
+
+
+class Relay:
+    """The press blocks of one mail to one game, in its write transaction."""
+
+    def __init__(self, session: Session, composer: Composer, settings: Settings, game: Game, players: Sequence[str],
+                 sender: Actor, now: datetime, inbound_id: int | None, secrets: AbstractSet[str] = frozenset()):
+        self.s = session
+        self.composer = composer
+        self.settings = settings
+        self.game = game
+        self.players = {p.lower(): p for p in players}
+        self.sender = sender
+        self.now = now
+        self.inbound_id = inbound_id
+        self.secrets = set(secrets)
+        self.used_this_mail = 0
+
+    # -- checks -------------------------------------------------------------------
+    def _sender_refusal(self) -> str | None:
+        who = self.sender
+        if who.is_gm:
+            return None
+        if who.handle is None:
+            return (f"no account is registered for {who.email}: only the players of {self.game.name} can send press "
+                    f"there; nothing was sent")
+        if not who.authenticated:
+            return "press needs your password: put $$yourpassword$$ anywhere in the mail; nothing was sent"
+        if who.handle.lower() not in self.players:
+            return f"you are not a player of {self.game.name}: only its players can send press there; nothing was sent"
+        if self.game.press_mode == "off":
+            return f"the game master has turned press off in {self.game.name}; nothing was sent"
+        return None
+
+    def _others(self) -> list[str]:
+        me = (self.sender.handle or "").lower()
+        return sorted((h for k, h in self.players.items() if k != me), key=str.lower)
+
+    def _accepted(self) -> str:
+        others = self._others()
+        if self.game.press_mode == "broadcast" and not self.sender.is_gm:
+            return "accepted here: PRESS TO ALL"
+        return f"accepted here: ALL, or handles of the players of {self.game.name}: {_names(others)}"
+
+    def _recipients(self, block: PressBlock) -> tuple[list[str], str | None]:
+        """The handles the block goes to, or why it cannot go."""
+        me = (self.sender.handle or "").lower()
+        if block.to_all:
+            others = self._others()
+            if not others:
+                return [], f"{self.game.name} has no other players yet; nothing was sent"
+            return others, None
+        if self.game.press_mode == "broadcast" and not self.sender.is_gm:
+            return [], (f"{self.game.name} takes broadcast press only: write PRESS TO ALL (the game master has set "
+                        f"press=broadcast); nothing was sent")
+        found: list[str] = []
+        for h in block.handles:
+            key = h.lower()
+            if key in self.players:
+                if key != me and self.players[key] not in found:
+                    found.append(self.players[key])
+                continue
+            if account_by_handle(self.s, h) is None:
+                return [], f"there is no player called {h!r}; nothing was sent; {self._accepted()}"
+            return [], f"{h} is not a player of {self.game.name}; nothing was sent; {self._accepted()}"
+        if not found:
+            return [], f"you named only yourself; nothing was sent; {self._accepted()}"
+        return found, None
+
+    def _over_limit(self, count: int) -> str | None:
+        if self.sender.is_gm or self.sender.handle is None:
+            return None
+        since = self.now - timedelta(hours=1)
+        used = self.s.scalar(select(func.coalesce(func.sum(Press.recipient_count), 0))
+                             .where(Press.sender == self.sender.handle, Press.sent_at >= since)) or 0
+        limit = self.settings.press_per_hour
+        if used + count > limit:
+            return (f"too much press: you have had {used} press mails relayed in the last hour and this message would "
+                    f"make {count} more, beyond the limit of {limit} an hour; nothing was sent; try again later")
+        return None
+
+    # -- sending ------------------------------------------------------------------
+    def run(self, blocks: Sequence[PressBlock]) -> list[Result]:
+        refusal = self._sender_refusal()
+        results = []
+        for block in blocks:
+            if block.error is not None:
+                results.append(Result(block.line, False, block.error))
+            elif refusal is not None:
+                results.append(Result(block.line, False, refusal))
+            else:
+                results.append(self._one(block))
+        return results
+
+    def _one(self, block: PressBlock) -> Result:
+        text = message_text(block, self.sender.email)
+        if not text.strip():
+            return Result(block.line, False, "the message is empty: write it between the PRESS TO line and ENDPRESS; "
+                                             "nothing was sent")
+        if len(text) > MAX_PRESS_CHARS:
+            return Result(block.line, False, f"the message has {len(text)} characters, more than the {MAX_PRESS_CHARS} "
+                                             "a press message may have; nothing was sent")
+        recipients, why = self._recipients(block)
+        if why is not None:
+            return Result(block.line, False, why)
+        why = self._over_limit(len(recipients))
+        if why is not None:
+            return Result(block.line, False, why)
+        game = self.game
+        sender = "the game master" if self.sender.is_gm else (self.sender.handle or "")
+        anonymous = game.press_anonymous and not self.sender.is_gm
+        accounts = [a for a in (account_by_handle(self.s, h) for h in recipients) if a is not None]
+        for acc in accounts:
+            self._mail(acc.email, acc.handle, recipients, block.to_all, text, sender, anonymous, gm_copy=False)
+        if self.settings.gm_address and not self.sender.is_gm:
+            self._mail(self.settings.gm_address, "game master", recipients, block.to_all, text, sender, anonymous,
+                       gm_copy=True)
+        self.s.add(Press(game_id=game.id, sender="gm" if self.sender.is_gm else sender, recipients=list(recipients),
+                         recipient_count=0 if self.sender.is_gm else len(recipients), to_all=block.to_all,
+                         anonymous=anonymous, body=text, sent_at=self.now, inbound_id=self.inbound_id))
+        audit(self.s, self.now, "gm" if self.sender.is_gm else sender, "press",
+              f"{game.name}: to {'ALL' if block.to_all else ' '.join(recipients)} ({len(text.splitlines())} lines)", game)
+        if block.to_all:
+            said = f"sent to all {len(recipients)} other players of {game.name}: {_names(recipients)}"
+        else:
+            said = f"sent to {_and(recipients)}"
+        if anonymous:
+            said += " (anonymous press: they are not told who sent it)"
+        return Result(block.line, True, said)
+
+    def _mail(self, to_addr: str, to_name: str, recipients: list[str], to_all: bool, text: str, sender: str,
+              anonymous: bool, gm_copy: bool) -> None:
+        game = self.game
+        shown = sender if (gm_copy or not anonymous) else None
+        body = self.composer.render("server/press.txt", {
+            "game": game.name, "sender": shown, "anonymous": anonymous, "to_all": to_all,
+            "recipients": recipients if len(recipients) <= MAX_NAMED else [],
+            "count": len(recipients), "text": text, "gm_copy": gm_copy, "from_gm": sender == "the game master",
+        })
+        if gm_copy:
+            subject = f"{game.name}: press from {sender} (copy for the game master)"
+        elif shown:
+            subject = f"{game.name}: press from {shown}"
+        else:
+            subject = f"{game.name}: anonymous press"
+        from_name = f"{shown} ({game.name} press)" if shown and not gm_copy else f"{game.name} press"
+        mid, raw = self.composer.message(
+            to_addr=to_addr, to_name=to_name, from_local=game.name, from_name=from_name, subject=subject, body=body,
+            auto="auto-generated", now=self.now, secrets=self.secrets,
+        )
+        enqueue(self.s, to_addr=to_addr, message_id=mid, raw=raw, kind=KIND_GM_COPY if gm_copy else KIND_PRESS,
+                now=self.now, inbound_id=self.inbound_id, game_id=game.id)
+
+
+def refuse_elsewhere(blocks: Sequence[PressBlock], settings: Settings) -> list[Result]:
+    """Press in a mail to pbm@DOMAIN: it belongs to a game's address."""
+    return [Result(b.line, False, b.error or f"press goes to the game's address, NAME@{settings.domain} (e.g. "
+                                            f"the game you play); nothing was sent")
+            for b in blocks]
+
+
+def listing(session: Session, game: Game, last: int | None = None) -> list[Press]:
+    """The game's press, oldest first (the ``last`` newest when given)."""
+    q = select(Press).where(Press.game_id == game.id).order_by(Press.id.desc())
+    if last:
+        q = q.limit(last)
+    return list(reversed(session.scalars(q).all()))
+

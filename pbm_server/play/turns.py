@@ -1,0 +1,311 @@
+"""Running a game's open turn, and rolling a game back to before a turn.
+
+A turn run keeps a snapshot before and after (with the revealed seed and the
+reports), so ``history`` can show it and ``turn rollback`` can undo it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+from games import get_rules
+from games.base import ALL_PLAYERS, Context, GameError, Outcome, Rules, State
+from pbm_server.base.errors import ServerRefused
+from pbm_server.base.localtime import show_time
+from pbm_server.mail.compose import Rendered
+from pbm_server.play.gamestate import record_outcome, save_state, set_deadline
+from pbm_server.play.notices import Mailer, tell_players
+from pbm_server.play.seeds import keep_rng, new_seed, seed_hash, turn_rng
+from pbm_server.play.vacations import absent_handles
+from pbm_server.store.lookup import audit
+from pbm_server.store.models import Account, Game, Order, Snapshot, TurnReport
+
+
+def seed_footer(game: Game, revealed: str | None) -> str:
+    """The seed lines of a report: each seed and hash on a line of its own
+    (64 hex digits, indented), so that they fit a terminal whole."""
+    lines = []
+    name = get_rules(game.kind).turn_name
+    if revealed:
+        lines.append(f"Random seed of {name} {game.turn - 1}:")
+        lines.append(f"  {revealed}")
+        lines.append(f"Its SHA-256, published before the {name}:")
+        lines.append(f"  {seed_hash(revealed)}")
+    if game.status != "finished":
+        lines.append(f"SHA-256 of the seed of {name} {game.turn}:")
+        lines.append(f"  {seed_hash(game.turn_seed)}")
+    return "\n".join(lines)
+
+
+#: names listed in the footer every player's report gets (a large game's
+#: list of players without orders would otherwise be in every report)
+FOOTER_NAMES = 20
+
+
+def some_names(handles: list[str] | frozenset[str]) -> str:
+    names = sorted(handles, key=str.lower)
+    more = len(names) - FOOTER_NAMES
+    return ", ".join(names[:FOOTER_NAMES]) + (f" and {more} more (the GM's audit log lists them all)" if more > 0 else "")
+
+
+class Reports:
+    """The report each player got for a turn: kept as text only, a copy
+    identical to the first one shared (a report to everybody is held once),
+    written as one row per player (``turn_reports``) in batches."""
+
+    BATCH = 500
+
+    def __init__(self, footer: str = "") -> None:
+        self.footer = footer
+        self.texts: dict[str, str] = {}
+        self.first: str | None = None
+
+    def add(self, acc: Account, body: Rendered, kind: str) -> None:
+        if kind != "report":
+            return
+        text = body.text + "\n\n" + self.footer if self.footer else body.text
+        if self.first is None:
+            self.first = text
+        elif text == self.first:
+            text = self.first
+        key = acc.handle_key
+        self.texts[key] = self.texts[key] + "\n\n" + text if key in self.texts else text
+
+    def same(self) -> bool:
+        return bool(self.texts) and all(t is self.first for t in self.texts.values())
+
+    def store(self, session: Session, snapshot_id: int) -> None:
+        rows = [{"snapshot_id": snapshot_id, "handle_key": k, "text": t} for k, t in self.texts.items()]
+        for i in range(0, len(rows), self.BATCH):
+            session.execute(insert(TurnReport), rows[i:i + self.BATCH])
+
+
+def why_not_done(outcome: Outcome) -> str:
+    """The game's own words on why a turn did not complete."""
+    for n in outcome.notices:
+        text = n.data.get("text") or n.text
+        if text:
+            return " ".join(str(text).split())
+    return "; ".join(outcome.audit) or "the game did not say why"
+
+
+def run_turn(
+    session: Session,
+    game: Game,
+    mailer: Mailer,
+    now: datetime,
+    actor: str,
+    expected_turn: int | None = None,
+) -> Outcome:
+    """Run the game's open turn in the caller's transaction."""
+    rules = get_rules(game.kind)
+    _check_runnable(rules, game, expected_turn)
+    turn, seed = game.turn, game.turn_seed
+    session.add(
+        Snapshot(
+            game_id=game.id, turn=turn, phase="before", version=game.version, state=game.state, created_at=now,
+            rng={"seed": seed, "state": game.rng_state},
+        )
+    )
+    state = json.loads(json.dumps(game.state))
+    absent, no_orders = _absent_and_missing(session, rules, state, now)
+    rng = turn_rng(game)
+    ctx = Context(now=now, rng=rng, turn=turn, game_name=game.name, absent=absent)
+    try:
+        outcome = rules.run_turn(state, ctx)
+    except GameError as exc:
+        raise ServerRefused(str(exc)) from None
+    save_state(game, outcome.state, now)
+    revealed = _advance(session, game, outcome, seed, rng)
+    record_outcome(session, game, outcome, now, actor)
+    _use_up_deadline(game, outcome, now)
+    common_text = _common_footer(rules, game, turn, outcome, no_orders, absent, revealed)
+
+    def footer(acc: Account) -> str:
+        if game.next_deadline is None:
+            return common_text
+        return common_text + f"\nNext deadline: {show_time(game.next_deadline, acc.timezone)}"
+
+    reports = Reports(common_text)
+    mailer.send_notices(session, game, rules, outcome.notices, now, footer=footer, each=reports.add)
+    if outcome.record is not None:
+        # the players of a large game got their own parts; observers get the
+        # public whole (Rules.public_reports still decides what of it they see)
+        mailer.send_to_observers(session, game, rules, [outcome.record], now)
+    report = _public_report(mailer, game, outcome, reports, common_text)
+    after = Snapshot(game_id=game.id, turn=turn, phase="after", version=game.version, state=game.state, seed=revealed,
+                     report=report, created_at=now)
+    session.add(after)
+    if report is None or outcome.record is not None:
+        session.flush()  # the snapshot's id, for its players' reports
+        reports.store(session, after.id)
+    detail = f"{game.name} {rules.turn_name} {turn}" + ("" if outcome.turn_done else " (the turn stays open)")
+    if no_orders and outcome.turn_done:
+        detail += f"; no orders from {', '.join(no_orders)}"
+    audit(session, now, actor, "turn run", detail, game)
+    return outcome
+
+
+def _check_runnable(rules: Rules[Any], game: Game, expected_turn: int | None) -> None:
+    """Raise ServerRefused if the game has no open turn to run (or not the one expected)."""
+    if not rules.has_turns:
+        raise ServerRefused(f"{rules.title} has no turns: moves take effect when they arrive")
+    if game.status == "finished":
+        raise ServerRefused(f"{game.name} is finished")
+    if expected_turn is not None and expected_turn != game.turn:
+        raise ServerRefused(f"{game.name} is at {rules.turn_name} {game.turn}, not {expected_turn}: nothing was run")
+
+
+def _absent_and_missing(session: Session, rules: Rules[Any], state: State, now: datetime) -> tuple[frozenset[str], list[str]]:
+    """The players on vacation at ``now``, and those the game still waits
+    for who are not (a state the rules cannot read: nobody)."""
+    try:
+        players = list(rules.players(state))
+        waiting = list(rules.waiting_for(state))
+    except Exception:
+        players, waiting = [], []
+    absent = absent_handles(session, players, now)
+    absent_keys = {h.lower() for h in absent}
+    return absent, [h for h in waiting if h.lower() not in absent_keys]
+
+
+def _advance(session: Session, game: Game, outcome: Outcome, seed: str, rng: random.Random) -> str | None:
+    """Move the game to its next turn if this one is done (returning the
+    seed now revealed), or keep the random stream where the run left it."""
+    if not outcome.turn_done:
+        keep_rng(game, rng)
+        return None
+    game.turn += 1
+    # a turn whose seed's hash was published before a rollback keeps that seed
+    game.turn_seed = committed_seed(session, game, game.turn) or new_seed()
+    game.rng_state = None
+    return seed
+
+
+def _use_up_deadline(game: Game, outcome: Outcome, now: datetime) -> None:
+    """Set the next deadline if the run used up this turn's."""
+    if game.deadline and game.status != "finished" and (
+        outcome.turn_done or game.next_deadline is None or game.next_deadline <= now
+    ):
+        # the deadline of this turn is used up, also when the turn ran early;
+        # a turn that did not complete before its deadline (by hand, or early)
+        # keeps the deadline it had.  One that did not complete at its
+        # deadline moves on, or it would be tried again at every pass.
+        set_deadline(game, game.deadline, max(now, game.next_deadline or now))
+
+
+def _common_footer(rules: Rules[Any], game: Game, turn: int, outcome: Outcome, no_orders: list[str],
+                   absent: frozenset[str], revealed: str | None) -> str:
+    """The footer every report of the turn gets: who sent no orders, who
+    was on vacation, the seed lines."""
+    common = []
+    if outcome.turn_done and no_orders:
+        common.append(f"No orders for {rules.turn_name} {turn} from: {some_names(no_orders)}")
+    if outcome.turn_done and absent:
+        common.append(f"On vacation (kept out of the no-order rules): {some_names(absent)}")
+    common.append(seed_footer(game, revealed))
+    return "\n".join(common)
+
+
+def _public_report(mailer: Mailer, game: Game, outcome: Outcome, reports: Reports, common_text: str) -> str | None:
+    """The turn's report the after-snapshot keeps for all to see, or None if
+    the players got different ones (each player's is kept instead)."""
+    to_all = all(n.to == [ALL_PLAYERS] for n in outcome.notices if n.kind == "report")
+    if outcome.record is not None:
+        # a large game: the players got their own parts, this is the whole report
+        report: str | None = mailer.composer.render(outcome.record.template, outcome.record.data, game.kind,
+                                                    html=False).text if outcome.record.template else outcome.record.text
+        return (report or "") + "\n\n" + common_text
+    if reports.same() and to_all:
+        return reports.first  # everybody got the same: it is public
+    if not reports.texts and outcome.notices and outcome.notices[0].text:
+        return outcome.notices[0].text + "\n\n" + common_text
+    return None
+
+
+def committed_seed(session: Session, game: Game, turn: int) -> str | None:
+    """The seed already committed to for ``turn`` (its hash was published)
+    before a rollback took the game back behind it; None if there is none."""
+    rows = session.scalars(
+        select(Snapshot.rng).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.turn < turn)
+        .order_by(Snapshot.id.desc())
+    ).all()
+    for rng in rows:
+        seed = ((rng or {}).get("committed") or {}).get(str(turn))
+        if seed:
+            return str(seed)
+    return None
+
+
+def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datetime, actor: str) -> Snapshot:
+    """Put the game back as it was just before ``turn`` was processed: its
+    state, turn number, turn seed and random stream; orders held in the game
+    state are kept.  The players are told.  Returns the snapshot restored."""
+    rules = get_rules(game.kind)
+    if not rules.has_turns:
+        raise ServerRefused(f"{rules.title} has no turns to roll back")
+    # a rollback to turn R makes the snapshots of turns >= R taken before it history
+    cut = session.scalar(
+        select(func.max(Snapshot.id)).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.turn <= turn)
+    ) or 0
+    snap = session.scalar(
+        select(Snapshot)
+        .where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "before", Snapshot.id > cut)
+        .order_by(Snapshot.id.desc())
+        .limit(1)
+    )
+    ran = snap is not None and session.scalar(
+        select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.turn == turn, Snapshot.phase == "after", Snapshot.id > snap.id).limit(1)
+    ) is not None
+    if turn > game.turn or not ran or snap is None:
+        raise ServerRefused(
+            f"{game.name} has no processed {rules.turn_name} {turn} to roll back "
+            f"(now open: {rules.turn_name} {game.turn}); nothing was changed"
+        )
+    current = game.turn
+    # the seeds of the turns after ``turn`` whose hashes are published: a rerun
+    # must draw from the same ones, or a GM could roll back for fresh dice
+    committed: dict[str, str] = {}
+    for later in range(turn + 1, current + 1):
+        before = session.scalar(
+            select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.turn == later, Snapshot.phase == "before",
+                                   Snapshot.id > cut).order_by(Snapshot.id.desc()).limit(1)
+        )
+        seed = (before.rng or {}).get("seed") if before is not None else None
+        committed[str(later)] = seed or (game.turn_seed if later == current else "")
+    committed = {t: sd for t, sd in committed.items() if sd}
+    game.state = json.loads(json.dumps(snap.state))
+    game.version += 1
+    game.updated_at = now
+    game.turn = turn
+    game.turn_seed = (snap.rng or {}).get("seed") or game.turn_seed
+    game.rng_state = (snap.rng or {}).get("state")
+    # early processing waits for a change: all orders are still in, and the
+    # GM rolled back to change something before the turn runs again
+    game.early_version = game.version
+    if game.status == "finished":
+        game.status = "running"
+    if game.deadline:
+        set_deadline(game, game.deadline, now)
+    # orders for the turns after ``turn`` belonged to states that no longer exist
+    # (the mails themselves stay in the inbox); those of ``turn`` itself are kept
+    for stale in session.scalars(select(Order).where(Order.game_id == game.id, Order.turn > turn)).all():
+        session.delete(stale)
+    session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now,
+                         rng={"committed": committed}))
+    audit(session, now, actor, "turn rollback", f"{game.name} back to before {rules.turn_name} {turn} (was at {current})", game)
+    text = (
+        f"The game master has rolled {game.name} back to the moment before {rules.turn_name} {turn} was processed. "
+        f"The orders held for {rules.turn_name} {turn} are kept; you may change them until the turn runs again.\n\n"
+        f"The seed of {rules.turn_name} {turn} stays the one whose SHA-256 was published before it: "
+        f"{seed_hash(game.turn_seed)}, so running the turn again draws the same random numbers."
+    )
+
+    tell_players(session, mailer, game, f"{game.name}: {rules.turn_name} {turn} rolled back", text, now)
+    return snap

@@ -1,0 +1,362 @@
+"""`pbm serve`: the listener, the worker, outbound delivery and the scheduler,
+until SIGINT or SIGTERM.
+
+Several processes.  The process started as `pbm serve` runs the SMTP listener
+and its group-commit writer, and nothing else; it starts the back ends (`pbm
+serve --without listener`): ``PBM_BACKENDS`` processes (0: one per CPU core, at
+most 4), each with its worker threads and outbound delivery (each delivers at
+once what its own worker wrote); the first also runs the scheduler.  They share nothing but the database and, each, a pipe on
+which the listener says "new mail" after each commit, so the workers start at
+once rather than at their next poll.  The point is the GIL: in one process every
+mail the worker parses and answers is time the event loop cannot accept mail,
+and one back end cannot use more than one core (see docs/benchmarks.md for the
+figures).  The back ends divide the mail among themselves by game, as worker
+threads do (pbm_server/store/db.py, RouteLocks; docs/scaling.md).
+
+* Each back end dies with the listener: it asks the kernel for SIGKILL when its
+  parent dies (PR_SET_PDEATHSIG), and checks its parent besides.  A SIGKILL of
+  `pbm serve` thus stops both, and a restart finds the database as the last
+  commits left it (each part is crash-safe on its own; see pipeline/worker.py and
+  outbound.py).
+* A back end that exits while the listener runs is started again (after a
+  pause that grows to a minute if it keeps failing).
+* SIGTERM/SIGINT: the listener stops taking mail and finishes its commits, then
+  the back ends are told to stop and waited for.
+* Intake first: while mail streams in faster than the listener commits it one
+  by one (a commit of two or more mails in the last 50 ms), the worker rests
+  after each mail three times as long as the CPU time the mail took, so it uses
+  at most a quarter of a CPU and the listener keeps the rest; outbound
+  delivery does the same.  A mail accepted is
+  safe on disk; answering it can wait a moment, but a slow listener makes
+  senders' MTAs time out and retry.  When the stream stops the worker runs
+  flat out again.  ``PBM_INTAKE_FIRST=0`` turns this off.
+* ``PBM_SERVE_PROCESSES=1`` keeps everything in one process (threads), as
+  before; `--without listener` never starts a second process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import fields
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from pbm_server.base.settings import Settings
+from pbm_server.mail.compose import Composer
+from pbm_server.mail.inbound import GameNames, InboundHandler, IntakeWriter, make_controller
+from pbm_server.mail.outbound import Outbound
+from pbm_server.pipeline.worker import Worker
+from pbm_server.play.notices import tell_gm
+from pbm_server.running.scheduler import Scheduler
+from pbm_server.store.db import Database
+
+if TYPE_CHECKING:
+    from aiosmtpd.controller import Controller
+    from sqlalchemy.orm import Session
+
+    from pbm_server.store.models import OutboundMail
+
+log = logging.getLogger(__name__)
+
+PARTS = ("listener", "worker", "outbound", "scheduler")
+BACKEND_PARTS = ("worker", "outbound", "scheduler")
+
+#: environment of the back end: the read end of the wake-up pipe, the parent's pid
+ENV_WAKE_FD = "PBM_INTERNAL_WAKE_FD"
+ENV_PARENT = "PBM_INTERNAL_PARENT_PID"
+#: which back end of its listener a process is (0, 1, ...): part of its outbound identity
+ENV_BACKEND = "PBM_INTERNAL_BACKEND_INDEX"
+
+#: back ends when PBM_BACKENDS is 0: one per core, at most this many
+AUTO_BACKENDS_MAX = 4
+
+
+def backend_count(settings: Settings) -> int:
+    """PBM_BACKENDS, or by default: one on SQLite, where writes go one at a
+    time and a second back end gained nothing dependable (docs/scaling.md);
+    one per core, at most 4, on PostgreSQL."""
+    if settings.backends:
+        return settings.backends
+    if settings.database_url.startswith("sqlite"):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, AUTO_BACKENDS_MAX))
+
+
+class Backend:
+    """One back-end process as the listener sees it: its parts, the process,
+    the write end of its wake-up pipe."""
+
+    def __init__(self, index: int, parts: tuple[str, ...]):
+        self.index = index
+        self.parts = parts
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.wake_w: int | None = None
+
+#: "streams in": a commit of at least INTAKE_GROUP mails within INTAKE_WINDOW seconds
+INTAKE_WINDOW = 0.05
+INTAKE_GROUP = 2
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux);
+    elsewhere the watcher thread in Server notices within a second."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the prctl
+        os._exit(1)
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The settings as PBM_* variables: the back end runs with exactly ours."""
+    return {"PBM_" + f.name.upper(): str(getattr(settings, f.name)) for f in fields(Settings)}
+
+
+class Server:
+    def __init__(self, settings: Settings, parts: tuple[str, ...] = PARTS, processes: int | None = None):
+        self.settings = settings
+        self.parts = parts
+        if processes is None:
+            processes = settings.serve_processes
+        #: the worker, outbound and scheduler run in a second process
+        self.split = processes > 1 and "listener" in parts and any(p in parts for p in BACKEND_PARTS)
+        self.local_parts = ("listener",) if self.split else parts
+        self.db = Database(settings.database_url, settings.sqlite_max_page_count)
+        self.composer = Composer(settings)
+        #: settings.workers worker threads; they share nothing but the database
+        #: (and, on SQLite, the set of routes being worked on: pbm_server/store/db.py)
+        self.workers = [Worker(self.db, settings, self.composer) for _ in range(settings.workers)]
+        self.worker = self.workers[0]
+        self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
+        index = os.environ.get(ENV_BACKEND)
+        if index and index != "0":
+            # the claims of each back end are its own, and stay its own across its restart
+            self.outbound.identity = f"{self.outbound.identity[:58]}|{index[:5]}"
+        self.scheduler = Scheduler(self.db, settings, self.worker.mailer, on_mail=self.outbound.wake.set)
+        for worker in self.workers:
+            worker.on_processed = self.outbound.wake.set
+        self.writer: IntakeWriter | None = None
+        self.controller: Controller | None = None
+        self.threads: list[threading.Thread] = []
+        self.stopped = threading.Event()
+        self._stopping = threading.Event()
+        #: the back-end processes (listener side): the first has every back-end
+        #: part of ``parts``; the others the worker and outbound delivery (each
+        #: delivers the replies of its own worker at once), not the scheduler
+        backend_parts = tuple(p for p in BACKEND_PARTS if p in parts)
+        self.backends: list[Backend] = []
+        if self.split:
+            self.backends.append(Backend(0, backend_parts))
+            if "worker" in backend_parts:
+                others = tuple(p for p in ("worker", "outbound") if p in backend_parts)
+                self.backends += [Backend(i, others) for i in range(1, backend_count(settings))]
+        self._backend_lock = threading.Lock()
+        self._last_intake = 0.0
+        self.intake_first = settings.intake_first
+
+    def _delivery_failed(self, session: Session, row: OutboundMail) -> None:
+        if row.kind.startswith("gm"):
+            return  # never tell the GM about a mail to the GM: that could loop
+        tell_gm(
+            session,
+            self.composer,
+            self.settings.gm_address,
+            f"A mail to {row.to_addr} could not be delivered and was given up.",
+            [("outbox id", str(row.id)), ("attempts", str(row.attempts)), ("last error", row.last_error or "")],
+            row.sent_at or row.next_attempt_at,
+        )
+
+    # -- the back end processes (listener side) ------------------------------------------
+    def _start_backend(self, be: Backend) -> None:
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        env = dict(os.environ)
+        env.update(settings_env(self.settings))
+        env[ENV_WAKE_FD] = str(r)
+        env[ENV_PARENT] = str(os.getpid())
+        env[ENV_BACKEND] = str(be.index)
+        args = [sys.executable, "-m", "pbm_server.running.cli", "serve", "--without", "listener"]
+        for part in BACKEND_PARTS:
+            if part not in be.parts:
+                args += ["--without", part]
+        proc = subprocess.Popen(args, env=env, pass_fds=(r,))
+        os.close(r)
+        old, be.wake_w = be.wake_w, w
+        if old is not None:
+            os.close(old)
+        be.proc = proc
+        log.info("back end %d (%s) started as process %d", be.index + 1, ", ".join(be.parts), proc.pid)
+
+    def _supervise(self, be: Backend) -> None:
+        pause = 1.0
+        while not self._stopping.is_set():
+            proc = be.proc
+            code = proc.wait() if proc is not None else None
+            if self._stopping.is_set():
+                return
+            log.error("a back end exited (number %d, with %s); starting it again in %.0f s", be.index + 1, code, pause)
+            if self._stopping.wait(pause):
+                return
+            with self._backend_lock:
+                if self._stopping.is_set():
+                    return
+                started = time.monotonic()
+                self._start_backend(be)
+            pause = 1.0 if time.monotonic() - started > 60 else min(pause * 2, 60.0)
+
+    def _wake_backend(self, n: int = 1) -> None:
+        for be in self.backends:
+            w = be.wake_w
+            if w is None:
+                continue
+            try:
+                os.write(w, bytes((min(n, 255),)))  # one byte per commit: how many mails it stored
+            except (BlockingIOError, BrokenPipeError, OSError):
+                pass  # the pipe is full (the worker is awake anyway) or the back end is gone
+
+    # -- the back end process (its own side) ----------------------------------------------
+    def _listen_for_wakeups(self, fd: int) -> None:
+        while not self._stopping.is_set():
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return
+            if not data:
+                return  # the listener is gone
+            if max(data) >= INTAKE_GROUP:
+                self._last_intake = time.monotonic()
+            self._wake_workers()
+
+    def _watch_parent(self, parent: int) -> None:
+        while not self._stopping.wait(1.0):
+            if os.getppid() != parent:
+                log.error("pbm serve (the listener) is gone; the back end stops")
+                os._exit(1)
+
+    def _wake_local(self, n: int = 1) -> None:
+        if n >= INTAKE_GROUP:
+            self._last_intake = time.monotonic()
+        self._wake_workers()
+
+    def _intake_busy(self) -> bool:
+        return bool(self.intake_first) and time.monotonic() - self._last_intake < INTAKE_WINDOW
+
+    def _rest(self, cpu_start: float) -> None:
+        """Intake first: rest in proportion to the CPU time just used."""
+        if self._intake_busy():
+            self._stopping.wait(min((time.thread_time() - cpu_start) * self.intake_first, 0.05))
+
+    def _wake_workers(self) -> None:
+        for worker in self.workers:
+            worker.wake.set()
+
+    def _run_worker(self, worker: Worker) -> None:
+        try:
+            worker.run(after_busy=self._rest)
+        finally:
+            worker.close()
+
+    def _run_outbound(self) -> None:
+        """One mail a pass while mail streams in, so intake goes first."""
+        self.outbound.batch = lambda: 1 if self._intake_busy() else 100
+        self.outbound.run(after_busy=self._rest)
+
+    # -- start / stop ---------------------------------------------------------------------
+    def start(self) -> None:
+        wake_fd = os.environ.pop(ENV_WAKE_FD, None)
+        parent = os.environ.pop(ENV_PARENT, None)
+        if parent:
+            _die_with_parent(int(parent))
+            if self.settings.backend_nice:
+                os.nice(self.settings.backend_nice)
+            threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
+        self.db.upgrade()
+        targets: list[tuple[str, str, Callable[[], None]]] = [
+            ("worker", f"worker-{i + 1}", functools.partial(self._run_worker, w)) for i, w in enumerate(self.workers)
+        ]
+        targets += [("outbound", "outbound", self._run_outbound), ("scheduler", "scheduler", self.scheduler.run)]
+        for part, name, target in targets:
+            if part in self.local_parts:
+                t = threading.Thread(target=target, name=name, daemon=True)
+                t.start()
+                self.threads.append(t)
+        if wake_fd:
+            threading.Thread(target=self._listen_for_wakeups, args=(int(wake_fd),), name="wake-pipe", daemon=True).start()
+        if self.split:
+            with self._backend_lock:
+                for be in self.backends:
+                    self._start_backend(be)
+            for be in self.backends:
+                threading.Thread(target=self._supervise, args=(be,), name=f"back-end-{be.index + 1}-supervisor",
+                                 daemon=True).start()
+        if "listener" in self.local_parts:
+            on_commit = self._wake_backend if self.split else self._wake_local
+            writer = self.writer = IntakeWriter(self.db, on_commit=on_commit)
+            handler = InboundHandler(self.settings, writer, GameNames(self.db))
+            controller = self.controller = make_controller(self.settings, handler)
+            controller.start()
+        pids = [str(be.proc.pid) for be in self.backends if be.proc is not None]
+        backend = f" in process{'es' if len(pids) > 1 else ''} {', '.join(pids)}" if pids else ""
+        log.info("pbm serve: %s on %s, domain %s%s", ", ".join(self.local_parts), self.settings.listen, self.settings.domain,
+                 f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)}{backend}" if self.split else "")
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.controller is not None:
+            self.controller.stop()
+        if self.writer is not None:
+            self.writer.close()
+        with self._backend_lock:
+            procs = [be.proc for be in self.backends if be.proc is not None and be.proc.poll() is None]
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for be in self.backends:
+            if be.wake_w is not None:
+                os.close(be.wake_w)
+                be.wake_w = None
+        for worker in self.workers:
+            worker.stop()
+        self.outbound.stop()
+        self.scheduler.stop()
+        for t in self.threads:
+            t.join(timeout=30)
+        self.db.dispose()
+        self.stopped.set()
+
+    def serve_forever(self) -> None:
+        done = threading.Event()
+
+        def _signal(signum: int, frame: FrameType | None) -> None:
+            done.set()
+
+        signal.signal(signal.SIGINT, _signal)
+        signal.signal(signal.SIGTERM, _signal)
+        self.start()
+        if "listener" in self.local_parts:
+            print(f"pbm-server listening on {self.settings.listen} for @{self.settings.domain}; outbound to "
+                  f"{self.settings.relay or 'Maildir ' + self.settings.maildir}", flush=True)
+        while not done.wait(0.5):
+            pass
+        self.stop()

@@ -1,0 +1,90 @@
+"""Finding rows: a game by name, an account by handle or address, and the
+audit log every operation writes to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.orm import Session
+
+from games import get_rules
+from games.names import name_key
+from pbm_server.store.models import Account, AuditEntry, Game, Membership, table
+
+
+def audit(
+    session: Session, now: datetime, actor: str, action: str, detail: str = "", game: Game | None = None, *, game_id: int | None = None
+) -> None:
+    """One line of the audit log: who did what, when, to which game."""
+    session.add(AuditEntry(at=now, actor=actor, game_id=game.id if game else game_id, action=action, detail=detail))
+
+
+def find_game(session: Session, name: str) -> Game | None:
+    return session.scalar(select(Game).where(Game.name == name.lower()))
+
+
+def game_name_kind(session: Session, name: str) -> tuple[str, str] | None:
+    """(name, kind) of the game named ``name``, or None: one plain SELECT on
+    the transaction's connection, for the worker's look before it writes."""
+    found = session.connection().execute(_NAME_KIND, {"name": name.lower()}).first()
+    return None if found is None else (found.name, found.kind)
+
+
+_G = table(Game)
+_NAME_KIND = select(_G.c.name, _G.c.kind).where(_G.c.name == bindparam("name"))
+
+
+def account_by_handle(session: Session, handle: str) -> Account | None:
+    return session.scalar(select(Account).where(Account.handle_key == handle.lower()))
+
+
+def account_like(session: Session, handle: str) -> Account | None:
+    """Another account whose handle looks like ``handle`` (the same
+    confusable skeleton, a different handle): ``aIice`` beside ``alice``."""
+    return session.scalars(
+        select(Account).where(Account.handle_skeleton == name_key(handle), Account.handle_key != handle.lower())
+    ).first()
+
+
+def lookalike_refusal(session: Session, handle: str) -> str | None:
+    """Why ``handle`` cannot be chosen because it looks like an existing one, or None."""
+    other = account_like(session, handle)
+    if other is None:
+        return None
+    return f"{handle!r} looks like the existing handle {other.handle!r}; choose another"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What the worker reads of the sender's account before it writes: who
+    they are and the hash their password is checked against (a plain row, no
+    ORM object)."""
+
+    id: int
+    handle: str
+    email: str
+    password_hash: str
+
+
+_A = table(Account)
+_BY_EMAIL = select(_A.c.id, _A.c.handle, _A.c.email, _A.c.password_hash).where(_A.c.email == bindparam("email"))
+
+
+def credentials_by_email(session: Session, email: str) -> Credentials | None:
+    found = session.connection().execute(_BY_EMAIL, {"email": email.lower()}).first()
+    return None if found is None else Credentials(*found)
+
+
+def account_by_email(session: Session, email: str) -> Account | None:
+    return session.scalar(select(Account).where(Account.email == email.lower()))
+
+
+def player_count(session: Session, game: Game) -> int:
+    try:
+        return len(get_rules(game.kind).players(game.state))
+    except Exception:
+        return session.scalar(
+            select(func.count()).select_from(Membership).where(Membership.game_id == game.id, Membership.left_at.is_(None))
+        ) or 0

@@ -1,0 +1,463 @@
+"""The server's tables (SQLAlchemy 2.0).  Every change is an Alembic migration
+under migrations/versions/.  Game state itself is a JSON document owned by the
+game package; the server only stores it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, cast
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    delete,
+    false,
+    select,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, object_session
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps naive text)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the database")
+        return value.astimezone(timezone.utc).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime}
+
+
+def table(model: type[Base]) -> Table:
+    """A model's table, for the plain (Core) statements of the hot paths."""
+    return cast(Table, model.__table__)
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    handle: Mapped[str] = mapped_column(String(32))
+    #: lower-cased handle: handles are unique without regard to case
+    handle_key: Mapped[str] = mapped_column(String(32), unique=True)
+    #: games.names.name_key(handle): handles that look alike (aIice, alice) share it
+    handle_skeleton: Mapped[str] = mapped_column(String(128), index=True)
+    #: lower-cased address the account is bound to
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime]
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    absent_from: Mapped[datetime | None]
+    absent_to: Mapped[datetime | None]
+
+
+class Game(Base):
+    __tablename__ = "games"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: lower-case; the game listens at NAME@DOMAIN
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: the state document as last written whole; loaded only when read (a
+    #: large game's document is big).  The game's state is this document with
+    #: its entries (StateEntry) laid over it: read and write it as ``state``.
+    #: The worker keeps recent versions decoded in memory (statecache.py).
+    base_state: Mapped[dict[str, Any]] = mapped_column("state", JSON, deferred=True)
+    #: bumped on every change of state
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    #: the turn now open for orders (1-based)
+    turn: Mapped[int] = mapped_column(Integer, default=1)
+    #: running | paused | finished
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    deadline: Mapped[str | None] = mapped_column(String(200))
+    next_deadline: Mapped[datetime | None]
+    #: secret seed of the open turn (hex); its SHA-256 is published before the turn
+    turn_seed: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    #: run the turn as soon as every active player (not on vacation) has sent orders
+    early: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: after the deadline, wait up to this long for missing orders
+    grace_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    #: remind players without orders this long before the deadline (0: never)
+    remind_minutes: Mapped[int] = mapped_column(Integer, default=1440)
+    #: the deadline the reminders were sent for (sent once per deadline)
+    reminded_for: Mapped[datetime | None]
+    #: game.version when the turn was last run early (no retry until the state changes)
+    early_version: Mapped[int | None] = mapped_column(Integer)
+    #: position of the open turn's random stream (random.Random.getstate());
+    #: None: the stream starts at the turn seed
+    rng_state: Mapped[list[Any] | None] = mapped_column(JSON)
+    #: press between the players (pbm_server/play/press.py): on | off | broadcast (PRESS TO ALL only)
+    press_mode: Mapped[str] = mapped_column(String(16), default="on", server_default="on")
+    #: grey press: recipients are not told who sent a message (the GM is)
+    press_anonymous: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The game's state: the stored document with the entries written
+        since it was last stored whole (see :func:`current_state`).  Built
+        once per version of the game."""
+        return current_state(self)
+
+    @state.setter
+    def state(self, value: dict[str, Any]) -> None:
+        """Store the whole state (its entries, if any, are dropped)."""
+        store_whole(self, value)
+
+
+class StateEntry(Base):
+    """One entry of a mapping at the top of a game's state, written on its
+    own (``state[field][key] = value``) so that a mail that changed nothing
+    but one player's orders does not rewrite the whole document.  Dropped
+    whenever the whole state is written again (a turn run, a join)."""
+
+    __tablename__ = "state_entries"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    #: the top-level key of the state (e.g. "orders")
+    field: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    #: the entry's value; None: the entry was removed
+    value: Mapped[dict[str, Any] | list[Any] | str | int | None] = mapped_column(JSON)
+    #: None: the entry kept its place in the mapping; N: it was (re)added at
+    #: game version N and comes after the stored ones, in the order of N
+    seq: Mapped[int | None] = mapped_column(Integer)
+
+
+class Membership(Base):
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("game_id", "account_id", "role"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"))
+    role: Mapped[str] = mapped_column(String(16), default="player")
+    joined_at: Mapped[datetime]
+    left_at: Mapped[datetime | None]
+
+
+class InboundMail(Base):
+    """Every accepted message, stored before the listener answers 250."""
+
+    __tablename__ = "inbox"
+    __table_args__ = (Index("ix_inbox_status_id", "status", "id"), Index("ix_inbox_dedup", "dedup_key"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    received_at: Mapped[datetime]
+    mail_from: Mapped[str] = mapped_column(String(320))
+    rcpt_tos: Mapped[list[str]] = mapped_column(JSON)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: new | done | dropped | duplicate | shunted
+    status: Mapped[str] = mapped_column(String(16), default="new")
+    #: sha256 of Message-ID and body: a redelivered copy has the same key
+    dedup_key: Mapped[str | None] = mapped_column(String(64))
+    processed_at: Mapped[datetime | None]
+    #: why it was dropped, or the error that shunted it
+    note: Mapped[str | None] = mapped_column(Text)
+    #: SHA-256 of the turn seed whose random stream this mail's commands drew from
+    seed: Mapped[str | None] = mapped_column(String(64))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
+
+
+class Order(Base):
+    """The order set a player holds for a turn (the last valid one wins)."""
+
+    __tablename__ = "orders"
+    __table_args__ = (UniqueConstraint("game_id", "handle", "turn"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    handle: Mapped[str] = mapped_column(String(32))
+    turn: Mapped[int]
+    lines: Mapped[list[str]] = mapped_column(JSON)
+    received_at: Mapped[datetime]
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
+
+
+class Snapshot(Base):
+    """A game's state at a turn boundary: before a turn ran and after it."""
+
+    __tablename__ = "snapshots"
+    __table_args__ = (Index("ix_snapshots_game_turn", "game_id", "turn"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    turn: Mapped[int]
+    #: created | before | after | import | rollback
+    phase: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int]
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, deferred=True)
+    #: the revealed seed of the turn (after) or None
+    seed: Mapped[str | None] = mapped_column(String(64))
+    #: the report of the turn as mailed (plain text), for `history`
+    report: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    #: ("before" only, never shown) {"seed": hex, "state": random stream position}
+    rng: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class TurnReport(Base):
+    """The report one player got for a turn (``history``): one row each, so a
+    turn of a large game never stores all its reports in one row."""
+
+    __tablename__ = "turn_reports"
+
+    snapshot_id: Mapped[int] = mapped_column(ForeignKey("snapshots.id", ondelete="CASCADE"), primary_key=True)
+    #: the player's lower-cased handle
+    handle_key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+
+
+class OutboundMail(Base):
+    __tablename__ = "outbox"
+    __table_args__ = (
+        Index("ix_outbox_status_next", "status", "next_attempt_at"),
+        Index("ix_outbox_to_created", "to_addr", "created_at"),
+        Index("ix_outbox_message_id", "message_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime]
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
+    #: reply | reply-unproven (to a mail without a password) | report | notice | gm | gm-shunts | gm-quiet | press | gm-press (press.py)
+    kind: Mapped[str] = mapped_column(String(16))
+    to_addr: Mapped[str] = mapped_column(String(320))
+    message_id: Mapped[str] = mapped_column(String(255))
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: pending | sent | failed | bounced (sent, then a bounce came back) | held (its address is on hold)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    sent_at: Mapped[datetime | None]
+    #: which outbound process is delivering the row, and until when its claim holds
+    claimed_by: Mapped[str | None] = mapped_column(String(64))
+    claimed_until: Mapped[datetime | None]
+    #: when a bounce for this mail came back (status bounced)
+    bounced_at: Mapped[datetime | None]
+
+
+class AuthThrottle(Base):
+    """Failed password checks per account ("acct:HANDLE") and per sender
+    address ("from:ADDRESS"): see throttle.py."""
+
+    __tablename__ = "auth_throttle"
+
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)
+    #: failed checks since window_start
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    window_start: Mapped[datetime]
+    #: no password is checked for this key before then
+    blocked_until: Mapped[datetime | None]
+    #: how many times the key was blocked in a row (the block doubles each time)
+    level: Mapped[int] = mapped_column(Integer, default=0)
+    #: the account's owner was told about the lockout
+    notified: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[datetime]
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime]
+    #: handle, "gm", "cli", "scheduler", "system"
+    actor: Mapped[str] = mapped_column(String(64))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
+    action: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class Confirmation(Base):
+    """A request that must be confirmed from an address before it takes effect
+    (``register``: the account exists only after ``confirm CODE`` comes back from
+    that address).  Only a hash of the code is kept; the code itself was mailed
+    to ``email`` and nowhere else."""
+
+    __tablename__ = "confirmations"
+    __table_args__ = (Index("ix_confirmations_email", "email"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: register | reset (forgot HANDLE: a new password) | email (moving the account to ``email``)
+    purpose: Mapped[str] = mapped_column(String(16))
+    #: the lower-cased address that must send the code back
+    email: Mapped[str] = mapped_column(String(320))
+    handle: Mapped[str] = mapped_column(String(32))
+    #: the Argon2 hash of the password chosen at ``register`` ("" for reset and email)
+    password_hash: Mapped[str] = mapped_column(String(200))
+    #: SHA-256 (hex) of the normalised code
+    code_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    #: wrong codes sent from this address for this request
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Observer(Base):
+    """An account that receives the public view of a game's reports
+    (``observe NAME``); never orders, press or anything a player's own view hides."""
+
+    __tablename__ = "observers"
+    __table_args__ = (UniqueConstraint("game_id", "account_id", name="uq_observers_game_account"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    since: Mapped[datetime]
+
+
+class Press(Base):
+    """One press message a player sent through the server (pbm_server/play/press.py),
+    as relayed: for the GM's `pbm game press NAME` and the rate limit."""
+
+    __tablename__ = "press"
+    __table_args__ = (Index("ix_press_game_id", "game_id", "id"), Index("ix_press_sender_sent", "sender", "sent_at"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    #: the sender's handle ("gm" for the game master's press)
+    sender: Mapped[str] = mapped_column(String(32))
+    #: handles it was delivered to
+    recipients: Mapped[list[str]] = mapped_column(JSON)
+    #: len(recipients): what the sender's hourly limit (PBM_PRESS_PER_HOUR) counts
+    recipient_count: Mapped[int] = mapped_column(Integer)
+    #: sent as PRESS TO ALL
+    to_all: Mapped[bool] = mapped_column(Boolean)
+    #: the recipients were not told who sent it
+    anonymous: Mapped[bool] = mapped_column(Boolean)
+    #: the message as relayed
+    body: Mapped[str] = mapped_column(Text)
+    sent_at: Mapped[datetime]
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
+
+
+class SchedulerFault(Base):
+    """A scheduler step (tick, reminders, turn) that fails for a game: the
+    GM is told once per error; the row goes when the step succeeds again."""
+
+    __tablename__ = "scheduler_faults"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    step: Mapped[str] = mapped_column(String(16), primary_key=True)
+    error: Mapped[str] = mapped_column(Text)
+    since: Mapped[datetime]
+    told_at: Mapped[datetime]
+
+
+class ServerSecret(Base):
+    """Keys the server makes for itself (``bounce_key``: the HMAC key of the
+    VERP return paths, made by migration 0008).  Never mailed, never shown."""
+
+    __tablename__ = "server_secrets"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime]
+
+
+class Bounce(Base):
+    """A bounce (non-delivery report) that came back for one outbox row."""
+
+    __tablename__ = "bounces"
+    __table_args__ = (Index("ix_bounces_address_at", "address", "at"), Index("ix_bounces_told_at", "told_at"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime]
+    outbox_id: Mapped[int] = mapped_column(ForeignKey("outbox.id", ondelete="CASCADE"), unique=True)
+    #: the outbox row's address (lower case), not what the report claims
+    address: Mapped[str] = mapped_column(String(320))
+    #: the DSN status (5.1.1) or "unknown"
+    status: Mapped[str] = mapped_column(String(16))
+    diagnostic: Mapped[str] = mapped_column(Text)
+    inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
+    #: when a GM summary listed it (None: not yet)
+    told_at: Mapped[datetime | None]
+
+
+class MailHold(Base):
+    """An address no mail is sent to (it bounced repeatedly); lifted when mail
+    comes from it or by `pbm mail unhold ADDRESS`."""
+
+    __tablename__ = "mail_holds"
+
+    address: Mapped[str] = mapped_column(String(320), primary_key=True)
+    since: Mapped[datetime]
+    reason: Mapped[str] = mapped_column(Text)
+
+
+# -- a game's state: the stored document and the entries laid over it ----------
+def remember_state(game: Game, state: dict[str, Any]) -> None:
+    game.__dict__["_state_memo"] = (game.version, state)
+
+
+def current_state(game: Game) -> dict[str, Any]:
+    """The state: the stored document with its entries laid over it, in the
+    order the rules had them (an entry added later comes after the others)."""
+    memo = game.__dict__.get("_state_memo")
+    if memo is not None and memo[0] == game.version:
+        return memo[1]  # type: ignore[no-any-return]
+    state: dict[str, Any] = game.base_state
+    session = object_session(game)
+    if session is not None and game.id is not None:
+        rows = session.execute(
+            select(StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq).where(StateEntry.game_id == game.id)
+        ).all()
+        if rows:
+            state = overlay(state, [tuple(r) for r in rows])
+    remember_state(game, state)
+    return state
+
+
+def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """``state`` with entries (field, key, value, seq) laid over it (a new
+    document; ``state`` is not changed).  Entries that kept their place come
+    first, then the ones (re)added, in the order they were added."""
+    out = dict(state)
+    copied: set[str] = set()
+    for field, key, value, seq in sorted(rows, key=lambda r: (r[3] is not None, r[3] or 0)):
+        if field not in copied:
+            out[field] = dict(out.get(field) or {})
+            copied.add(field)
+        mapping = out[field]
+        if seq is not None:
+            mapping.pop(key, None)
+        if value is None:
+            mapping.pop(key, None)
+        else:
+            mapping[key] = value
+    return out
+
+
+def store_whole(game: Game, state: dict[str, Any]) -> None:
+    """Write the whole document; the entries laid over the old one go."""
+    game.base_state = state
+    session = object_session(game)
+    if session is not None and game.id is not None:
+        session.execute(delete(StateEntry).where(StateEntry.game_id == game.id))
+    remember_state(game, state)
