@@ -8,12 +8,18 @@ what comes back to it is read here.
   bounce address: a forged bounce cannot put someone's address on hold.  The
   listener refuses a bounce address with a wrong token at RCPT (550), and
   ``pbm mail inject`` exits 67 for one.
-* A mail to a valid bounce address is never answered (loop prevention).  A
-  delivery status notification (RFC 3464, multipart/report;
-  report-type=delivery-status) with an ``Action: failed`` recipient, or any
-  other mail with a null envelope sender (an MTA's bounce in its own format),
-  marks the outbox row ``bounced``; a report that only says ``delayed`` and
-  mail with a real sender (a vacation auto-reply to the return path) are
+* A mail to a valid bounce address is never answered (loop prevention).
+  Only two kinds of mail count as a bounce and mark the outbox row
+  ``bounced``: a delivery status notification (RFC 3464, multipart/report;
+  report-type=delivery-status) with an ``Action: failed`` recipient, and a
+  recognised MTA bounce without one (null envelope sender, and from
+  MAILER-DAEMON or postmaster, or with a bounce Subject such as "Undelivered
+  Mail Returned to Sender", or the opening words of qmail's or Exim's
+  bounce text).  An auto-reply (RFC 3834 ``Auto-Submitted: auto-replied``,
+  ``X-Autoreply``, ``Precedence: auto_reply``, an "Out of office" or
+  vacation Subject) that an MTA or a mail client sends to the return path is
+  never a bounce, whatever its envelope sender: a player on holiday is not
+  held.  It, a report that only says ``delayed``, and anything else are
   recorded in the inbox note and change nothing.
 * The bounce counts against the row's address (the outbox's, not what the
   report claims).  HOLD_AFTER bounces of different mails within HOLD_DAYS put
@@ -36,8 +42,10 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email import policy
+from email.header import decode_header, make_header
 from email.message import Message
 from email.parser import BytesParser
+from email.utils import parseaddr
 from typing import Protocol
 
 from sqlalchemy import bindparam, func, select, update
@@ -110,11 +118,16 @@ def outbox_id_of(key: bytes, local: str) -> int | None:
 # -- reading what came back ------------------------------------------------------------------
 
 
+#: Report.verdict of an auto-reply (RFC 3834) that came to a return path: never a bounce
+AUTO_REPLY = "auto-reply"
+
+
 @dataclass
 class Report:
     """What a mail to a bounce address says."""
 
-    #: failed: the mail was not delivered; delayed: not yet; other: not a bounce
+    #: failed: the mail was not delivered; delayed: not yet; auto-reply: an
+    #: out-of-office answer; other: not a bounce
     verdict: str
     status: str = "unknown"
     diagnostic: str = ""
@@ -130,30 +143,117 @@ def _fields(part: Message) -> list[Message]:
     return [BytesParser(policy=policy.compat32).parsebytes(b + b"\n\n", headersonly=True) for b in blocks if b.strip()]
 
 
-def read_report(raw: bytes, null_sender: bool) -> Report:
-    """A DSN (RFC 3464) read with the email package; anything else that came
-    back with a null envelope sender is an MTA's own bounce format."""
-    msg = BytesParser(policy=policy.compat32).parsebytes(raw)
-    subject = clean_text(str(msg.get("Subject", "") or ""))[:200]
-    for part in msg.walk():
-        if part.get_content_type() not in ("message/delivery-status", "message/global-delivery-status"):
-            continue
-        failed: Report | None = None
-        delayed = False
-        for block in _fields(part)[1:] or _fields(part):
-            action = str(block.get("Action", "")).strip().lower()
-            status = clean_text(str(block.get("Status", "") or "")).split(" ")[0][:16] or "unknown"
-            diagnostic = clean_text(str(block.get("Diagnostic-Code", "") or ""))
-            if action == "failed" and failed is None:
-                failed = Report("failed", status, diagnostic[:500] or subject)
-            elif action == "delayed":
-                delayed = True
-        if failed is not None:
-            return failed
-        return Report("delayed" if delayed else "other", diagnostic=subject)
-    if null_sender:
+#: Subjects of out-of-office and vacation answers, in the languages players write
+_AUTO_SUBJECT = re.compile(
+    r"out\s+of\s+(the\s+)?office|\bautomatic\s+reply\b|\bauto[- ]?(reply|response|antwort)\b|\bvacation\b"
+    r"|\bon\s+holiday\b|\baway\s+from\s+(the\s+office|my\s+(e-?)?mail)|\babwesen|automatische\s+antwort"
+    r"|r[ée]ponse\s+automatique|respuesta\s+autom[áa]tica|fuera\s+de\s+la\s+oficina|\bfr[åa]nvaro|\bferie\b",
+    re.I)
+#: Subjects MTAs give their own (non-RFC 3464) bounces
+_BOUNCE_SUBJECT = re.compile(
+    r"undeliver|returned\s+mail|mail\s+delivery\s+(failed|failure|system|subsystem)|delivery\s+(status\s+"
+    r"notification\s+\(failure\)|failure|has\s+failed|failed)|failure\s+notice|non[- ]?delivery|nondeliverable"
+    r"|could\s+not\s+be\s+delivered|mail\s+system\s+error|message\s+not\s+delivered|unzustellbar"
+    r"|non\s+remis", re.I)
+#: the From local parts of an MTA's own mail
+_MTA_LOCALS = ("mailer-daemon", "mailer_daemon", "mail-daemon", "postmaster", "mdaemon")
+#: how the body of a bounce without a report begins (qmail, Exim, sendmail)
+_BOUNCE_BODY = re.compile(
+    rb"this is the qmail-send program|created automatically by mail delivery software"
+    rb"|the following addresses had permanent fatal errors|delivery to the following recipients? failed", re.I)
+
+
+def _header(msg: Message, name: str) -> str:
+    """A header field decoded (RFC 2047) and made one safe line."""
+    value = msg.get(name)
+    if value is None:
+        return ""
+    try:
+        text = str(make_header(decode_header(str(value))))
+    except Exception:  # a broken encoded word: the raw text
+        text = str(value)
+    return clean_text(text, limit=998)
+
+
+def _declared_auto_reply(msg: Message) -> str | None:
+    """The header by which an autoresponder calls its mail an auto-reply in
+    so many words (``X-Autoreply``, ``Precedence: auto_reply``), or None."""
+    for name in ("X-Autoreply", "X-Autorespond", "X-Autoresponse"):
+        value = _header(msg, name)
+        if value and value.lower() not in ("no", "false", "0"):
+            return f"{name}: {value[:40]}"
+    if _header(msg, "Precedence").lower() == "auto_reply":
+        return "Precedence: auto_reply"
+    return None
+
+
+def _looks_auto_reply(msg: Message, subject: str) -> str | None:
+    """An out-of-office Subject, or ``Auto-Submitted`` (RFC 3834; an MTA's
+    bounce says it too, so this is asked after :func:`_mta_bounce`)."""
+    if _AUTO_SUBJECT.search(subject):
+        return f"Subject {subject[:80]!r}"
+    auto = _header(msg, "Auto-Submitted").lower()
+    if auto and not auto.startswith("no"):
+        return f"Auto-Submitted: {auto[:40]}"
+    return None
+
+
+def _mta_bounce(msg: Message, raw: bytes, subject: str) -> bool:
+    """Whether ``msg`` reads as an MTA's bounce in its own format."""
+    sender = parseaddr(_header(msg, "From"))[1].lower()
+    if sender.split("@", 1)[0] in _MTA_LOCALS:
+        return True
+    if _BOUNCE_SUBJECT.search(subject):
+        return True
+    return _BOUNCE_BODY.search(raw[:20_000]) is not None
+
+
+def _delivery_status(part: Message, subject: str) -> Report:
+    """A delivery-status part (RFC 3464): failed if any recipient failed,
+    else delayed or something else."""
+    failed: Report | None = None
+    delayed = False
+    diagnostic = ""
+    for block in _fields(part)[1:] or _fields(part):
+        action = str(block.get("Action", "")).strip().lower()
+        status = clean_text(str(block.get("Status", "") or "")).split(" ")[0][:16] or "unknown"
+        diagnostic = clean_text(str(block.get("Diagnostic-Code", "") or ""))
+        if action == "failed" and failed is None:
+            failed = Report("failed", status, diagnostic[:500] or subject)
+        elif action == "delayed":
+            delayed = True
+    if failed is not None:
+        return failed
+    return Report("delayed" if delayed else "other", diagnostic=subject)
+
+
+def _without_report(msg: Message, raw: bytes, subject: str, null_sender: bool) -> Report:
+    """A mail without a delivery-status part: an auto-reply (never a bounce),
+    an MTA's own bounce format (only with a null envelope sender), or
+    something that is not a bounce."""
+    mark = _declared_auto_reply(msg)
+    if mark is not None:
+        return Report(AUTO_REPLY, diagnostic=mark)
+    if null_sender and _mta_bounce(msg, raw, subject):
         return Report("failed", "unknown", f"a bounce without a delivery-status report: {subject or '(no subject)'}")
-    return Report("other", diagnostic=f"not a bounce (an auto-reply to the return path?): {subject or '(no subject)'}")
+    mark = _looks_auto_reply(msg, subject)
+    if mark is not None:
+        return Report(AUTO_REPLY, diagnostic=mark)
+    if null_sender:
+        return Report("other", diagnostic="a mail with a null sender that is neither a delivery-status report nor a "
+                                          f"known bounce format: {subject or '(no subject)'}")
+    return Report("other", diagnostic=f"not a bounce (from a real sender): {subject or '(no subject)'}")
+
+
+def read_report(raw: bytes, null_sender: bool) -> Report:
+    """What came back to a return path: a DSN (RFC 3464) read with the email
+    package; else what :func:`_without_report` makes of it."""
+    msg = BytesParser(policy=policy.compat32).parsebytes(raw)
+    subject = _header(msg, "Subject")[:200]
+    for part in msg.walk():
+        if part.get_content_type() in ("message/delivery-status", "message/global-delivery-status"):
+            return _delivery_status(part, subject)
+    return _without_report(msg, raw, subject, null_sender)
 
 
 # -- what a bounce changes ---------------------------------------------------------------------
@@ -165,6 +265,14 @@ def is_held(session: Session, address: str) -> bool:
 
 def held_addresses(session: Session) -> set[str]:
     return set(session.scalars(select(MailHold.address)))
+
+
+def held_among(session: Session, addresses: list[str]) -> set[str]:
+    """Those of ``addresses`` (lower case) that are on hold, in one query."""
+    wanted = sorted({a.lower() for a in addresses})
+    if not wanted:
+        return set()
+    return set(session.scalars(select(MailHold.address).where(MailHold.address.in_(wanted))))
 
 
 def games_of(session: Session, address: str) -> list[str]:
@@ -195,6 +303,9 @@ class Bounces:
 
     def handle(self, s: Session, outbox_id: int, report: Report, inbound_id: int, now: datetime) -> str:
         """One mail to a bounce address; returns the inbox note."""
+        if report.verdict == AUTO_REPLY:
+            return (f"an auto-reply ({report.diagnostic}) to the return path of outbox {outbox_id}: not a bounce, "
+                    "not counted toward a hold; dropped, not answered")
         if report.verdict != "failed":
             return f"to the return path of outbox {outbox_id}: {report.verdict}: {report.diagnostic}; not answered"
         row = s.get(OutboundMail, outbox_id)

@@ -9,12 +9,15 @@ carried from every text before it becomes a message.
 
 from __future__ import annotations
 
+import base64
 import re
 import textwrap
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
+from email.headerregistry import BaseHeader, UnstructuredHeader
 from email.message import EmailMessage
+from email.policy import Policy
 from email.utils import format_datetime, formataddr, make_msgid
 from html import escape as html_escape
 from typing import Any
@@ -104,6 +107,88 @@ def thread_root(domain: str, game: str, game_id: int, thread: str | None = None)
     part = f".{thread}" if thread else ""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "-", f"game.{game}.{game_id}{part}")
     return f"<{safe}@{domain}>"
+
+
+def cut_words(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut after a whole word with
+    "..." when it is longer; a first word longer than the limit is kept whole
+    (a word is never cut)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[: max(limit - 3, 0) + 1]  # with the space after a word that ends just in time
+    head = head.rsplit(" ", 1)[0] if " " in head else text.split(" ", 1)[0]
+    return (head.rstrip(" ,;:-") or head) + "..."
+
+
+#: one RFC 2047 encoded word holds at most this many bytes of UTF-8 (60 base64 characters)
+_ENCODED_BYTES = 45
+
+
+def _encoded_words(word: str, space_before: bool) -> list[str]:
+    """``word`` as RFC 2047 encoded words (base64 UTF-8), split between
+    characters so that none is longer than 75 characters; ``space_before``:
+    the space before it goes inside (white space between two encoded words
+    is dropped by readers)."""
+    out: list[str] = []
+    chunk = " " if space_before else ""
+    for ch in word:
+        if len((chunk + ch).encode()) > _ENCODED_BYTES:
+            out.append(chunk)
+            chunk = ""
+        chunk += ch
+    out.append(chunk)
+    return ["=?utf-8?b?" + base64.b64encode(c.encode()).decode() + "?=" for c in out]
+
+
+def fold_subject(name: str, value: str, width: int = MAX_LINE, linesep: str = "\n") -> str:
+    """The header field ``name: value`` folded for the wire: lines of at most
+    ``width`` characters, folded only at the spaces between words (never
+    within one), never right after a word ending in ":" (``ring: ...`` stays
+    together), non-ASCII words as RFC 2047 encoded words."""
+    atoms: list[str] = []
+    encoded = False
+    for word in value.split():
+        if word.isascii() and "=?" not in word:
+            atoms.append(word)
+            encoded = False
+        else:
+            atoms.extend(_encoded_words(word, space_before=encoded))
+            encoded = True
+    lines = [f"{name}:"]
+    glued = True  # the first word always goes on the field's first line
+    for atom in atoms:
+        if glued or len(lines[-1]) + 1 + len(atom) <= width:
+            lines[-1] += " " + atom
+        else:
+            lines.append(" " + atom)
+        glued = atom.endswith(":")
+    return linesep.join(lines) + linesep
+
+
+class SubjectHeader(UnstructuredHeader, BaseHeader):
+    """The Subject of every mail the server makes: the email package writes
+    it with :func:`fold_subject`."""
+
+    def fold(self, *, policy: Policy) -> str:
+        return fold_subject(self.name, str(self), policy.max_line_length or MAX_LINE, policy.linesep)
+
+
+#: ids kept in References after the thread's root (RFC 5322 3.6.4 lets a
+#: long chain be shortened; the root and the newest few keep clients threading)
+KEEP_REFERENCES = 4
+
+
+def thread_references(thread: str | None, references: list[str], in_reply_to: str) -> list[str]:
+    """The References of a mail that answers ``in_reply_to``: the thread's
+    root (``thread``, else the first id the answered mail named), then the
+    newest KEEP_REFERENCES ids of the chain, ending with ``in_reply_to``;
+    no id twice, so the header stays short however long the exchange."""
+    chain = list(dict.fromkeys([*([thread] if thread else []), *references, in_reply_to]))
+    chain.remove(in_reply_to)
+    chain.append(in_reply_to)  # the answered mail is the newest, wherever else it was named
+    root, rest = chain[0], chain[1:]
+    return [root, *rest[-KEEP_REFERENCES:]] if rest else [root]
 
 
 def make_environment() -> Environment:
@@ -280,7 +365,7 @@ class Composer:
         msg = EmailMessage(policy=POLICY)
         msg["From"] = formataddr((from_name, f"{from_local}@{domain}"))
         msg["To"] = to_addr
-        msg["Subject"] = redact(subject, set(secrets))
+        msg["Subject"] = SubjectHeader("Subject", redact(subject, set(secrets)))
         msg["Date"] = format_datetime(now)
         message_id = make_msgid(domain=domain)
         msg["Message-ID"] = message_id
@@ -289,8 +374,7 @@ class Composer:
         msg["X-Loop"] = f"pbm@{domain}"
         if in_reply_to:
             msg["In-Reply-To"] = in_reply_to
-            refs = [r for r in (references or []) if r != thread][-9:]
-            msg["References"] = " ".join([*([thread] if thread else []), *refs, in_reply_to])
+            msg["References"] = " ".join(thread_references(thread, references or [], in_reply_to))
         elif thread:
             msg["In-Reply-To"] = thread
             msg["References"] = thread
@@ -300,5 +384,8 @@ class Composer:
                 "layout.html", {**layout, "body": redact(body.html, set(secrets)), "title": msg["Subject"]}
             )
             msg.add_alternative(html, subtype="html", cte="quoted-printable")
-        # CRLF line ends: smtplib sends bytes as they are, and SMTP needs CRLF
-        return message_id, msg.as_bytes(policy=SMTP_POLICY)
+        # CRLF line ends: smtplib sends bytes as they are, and SMTP needs CRLF.  An
+        # address outside ASCII is written as it is (RFC 6532): an encoded word is not
+        # allowed inside an address; such a mail goes only with SMTPUTF8 (outbound.py)
+        wire = SMTP_POLICY if to_addr.isascii() else SMTP_POLICY.clone(utf8=True)
+        return message_id, msg.as_bytes(policy=wire)

@@ -46,6 +46,8 @@ class IncomingMail:
     auth_results: list[str] = field(default_factory=list)
     #: the top-level Content-Type, lower case ("multipart/report" may be an abuse report)
     content_type: str = "text/plain"
+    #: what the reply should say about how the body was read (a PGP signature not checked ...)
+    notes: list[str] = field(default_factory=list)
 
 
 def _header(msg: EmailMessage, name: str) -> str:
@@ -126,6 +128,7 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         addr = parseaddr(from_header)[1]
     addr = (addr or envelope_from or "").strip().lower()
     body, html_only = _body(msg)
+    body, notes = unwrap(body)
     headers = {}
     for name in ("Auto-Submitted", "Precedence", "X-Auto-Response-Suppress", "Return-Path", "X-Loop"):
         value = _header(msg, name)
@@ -157,7 +160,97 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         headers=headers,
         auth_results=auth_results,
         content_type=content_type,
+        notes=notes,
     )
+
+
+_PGP_BEGIN = "-----BEGIN PGP SIGNED MESSAGE-----"
+_PGP_SIGNATURE = "-----BEGIN PGP SIGNATURE-----"
+_PGP_END = "-----END PGP SIGNATURE-----"
+#: an armour header line ("Hash: SHA256") between the BEGIN line and the signed text
+_ARMOUR_HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: ")
+#: the line a mail client puts above a forwarded mail (mutt, Gmail, Thunderbird, Apple Mail)
+_FORWARD_START = re.compile(
+    r"^\s*(-{3,}\s*(forwarded\s+message(\s+from\s.*)?|weitergeleitete\s+nachricht|message\s+transf[ée]r[ée]"
+    r"|mensaje\s+reenviado)\s*-{3,}|begin\s+forwarded\s+message\s*:)\s*$", re.I)
+#: the line mutt puts below one
+_FORWARD_END = re.compile(r"^\s*-{3,}\s*end\s+(of\s+)?forwarded\s+message\s*-{3,}\s*$", re.I)
+#: the forwarded mail's header lines that clients repeat below the start line
+_FORWARD_HEADER = re.compile(
+    r"^\s*\**\s*(from|date|sent|subject|to|cc|reply-to|von|datum|gesendet|betreff|an|de|objet|envoy[ée]|[àa]|fecha"
+    r"|asunto|para)\s*\**\s*:", re.I)
+#: what makes a body worth a second look (most are not)
+_WRAPPED = re.compile(r"^(-----BEGIN PGP SIGNED MESSAGE-----|.*forward|.*weitergeleitet|.*transf[ée]r|.*reenviado)",
+                      re.I | re.M)
+
+
+def unwrap(body: str) -> tuple[str, list[str]]:
+    """The body with what wraps the player's text made blank lines (so that
+    every line keeps its number): a PGP clear-signed message's armour (the
+    BEGIN line, its ``Hash:`` lines, the signature block; the ``- `` of
+    dash-escaped lines is undone, RFC 4880 7.1), and the start line, header
+    lines and end line of a forwarded mail, whose text is then read like the
+    player's own.  Returns the body and what the reply should say about it."""
+    if not _WRAPPED.search(body):
+        return body, []
+    lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    signed = forwarded = False
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == _PGP_BEGIN:
+            i = _unsign(lines, i)
+            signed = True
+        elif _FORWARD_START.match(lines[i]):
+            i = _unforward(lines, i)
+            forwarded = True
+        else:
+            if _FORWARD_END.match(lines[i]):
+                lines[i] = ""
+            i += 1
+    notes = []
+    if signed:
+        notes.append("Your mail was signed with PGP: the server read the signed text and did not check the signature.")
+    if forwarded:
+        notes.append("Your mail forwards a mail: its header lines (From:, Date:, Subject: ...) were skipped and its "
+                     "text was read as your commands.")
+    return "\n".join(lines), notes
+
+
+def _unsign(lines: list[str], i: int) -> int:
+    """Blank the clear-signed message's armour that starts at ``lines[i]``;
+    returns the index after its signature block."""
+    lines[i] = ""
+    j = i + 1
+    while j < len(lines) and _ARMOUR_HEADER.match(lines[j]):
+        lines[j] = ""
+        j += 1
+    while j < len(lines) and lines[j].strip() != _PGP_SIGNATURE:
+        if lines[j].startswith("- "):
+            lines[j] = lines[j][2:]
+        j += 1
+    while j < len(lines):
+        done = lines[j].strip() == _PGP_END
+        lines[j] = ""
+        j += 1
+        if done:
+            break
+    return j
+
+
+def _unforward(lines: list[str], i: int) -> int:
+    """Blank the start line of a forwarded mail at ``lines[i]`` and the
+    header lines below it (with their continuation lines); returns the index
+    of its first line of text."""
+    lines[i] = ""
+    j = i + 1
+    while j < len(lines) and not lines[j].strip():
+        j += 1
+    first = j
+    while j < len(lines) and (_FORWARD_HEADER.match(lines[j])
+                              or (j > first and lines[j][:1] in (" ", "\t") and lines[j].strip())):
+        lines[j] = ""  # a header line, or the continuation of a long one
+        j += 1
+    return j
 
 
 def dedup_key(raw: bytes, message_id: str | None) -> str:

@@ -162,7 +162,7 @@ class Executor:
         if kind.outbox_id < 0:
             row.status, row.note = "dropped", "to a return path whose token is wrong (forged?); not answered"
             return
-        row.status = "done"
+        row.status = "dropped" if kind.report.verdict == bounces.AUTO_REPLY else "done"
         row.note = self.bounces.handle(s, kind.outbox_id, kind.report, row.id, now)
 
     @staticmethod

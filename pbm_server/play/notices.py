@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from games import get_rules
 from games.base import ALL_PLAYERS, Notice, Rules
 from pbm_server.base.localtime import show_time
-from pbm_server.mail.compose import Composer, Rendered, text_html, thread_root
+from pbm_server.mail.compose import Composer, Rendered, cut_words, text_html, thread_root
 from pbm_server.mail.outbound import enqueue
 from pbm_server.store.lookup import account_by_handle
 from pbm_server.store.models import Account, AuditEntry, Game, Observer, OutboundMail
@@ -232,6 +232,15 @@ def game_subject(name: str, subject: str) -> str:
     return subject if name.lower() in words else f"{name}: {subject}"
 
 
+#: the longest GM notice subject after "pbm-server: " (cut after a whole word; two folded lines)
+GM_SUBJECT_CHARS = 100
+
+
+def gm_subject(what: str) -> str:
+    """The Subject of a notice to the GM: what happened, cut at a word."""
+    return "pbm-server: " + cut_words(what, GM_SUBJECT_CHARS)
+
+
 def tell_players(session: Session, mailer: Mailer, game: Game, subject: str, text: str, now: datetime) -> None:
     rules = get_rules(game.kind)
 
@@ -249,7 +258,7 @@ def tell_gm(session: Session, composer: Composer, gm_address: str | None, what: 
         return
     body = composer.render("server/gm_notice.txt", {"what": what, "details": details})
     mid, raw = composer.message(to_addr=gm_address, to_name="game master", from_local="pbm",
-                                subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
+                                subject=gm_subject(what), body=body, auto="auto-generated", now=now)
     enqueue(session, to_addr=gm_address, message_id=mid, raw=raw, kind=kind, now=now, inbound_id=inbound_id)
 
 
@@ -259,7 +268,7 @@ def forward_to_gm(session: Session, composer: Composer, gm_address: str, raw: by
     mail to postmaster@DOMAIN.  Never sent to the mail's sender."""
     body = composer.render("server/gm_notice.txt", {"what": what, "details": details})
     mid, text = composer.message(to_addr=gm_address, to_name="game master", from_local="pbm",
-                                 subject="pbm-server: " + what[:60], body=body, auto="auto-generated", now=now)
+                                 subject=gm_subject(what), body=body, auto="auto-generated", now=now)
     notice = BytesParser(policy=policy.default).parsebytes(text)
     assert isinstance(notice, EmailMessage)
     notice.make_mixed()

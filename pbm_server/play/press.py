@@ -30,12 +30,13 @@ from sqlalchemy.orm import Session
 
 from games.base import Actor, Line, Result
 from pbm_server.base.settings import Settings
+from pbm_server.mail.bounces import held_among
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.mailtext import MAX_LINE_CHARS, PASSWORD_RE, mask_unpaired
 from pbm_server.mail.outbound import enqueue
 from pbm_server.mail.replies import MAX_SCAN_LINES, OWN, SentMail, classify
 from pbm_server.store.lookup import account_by_handle, audit
-from pbm_server.store.models import Game, Press
+from pbm_server.store.models import Account, Game, Press
 
 #: a game's press settings (``game set NAME press=...``)
 MODES = ("on", "off", "broadcast")
@@ -238,6 +239,16 @@ def _and(handles: Sequence[str]) -> str:
     return ", ".join(handles[:-1]) + " and " + handles[-1]
 
 
+def _held_words(handles: Sequence[str]) -> str:
+    """Why press does not go to ``handles``: their addresses are on hold
+    (bounces.py); the message is not kept for them."""
+    one = len(handles) == 1
+    return (f"{_and(handles)}'s mail is held" if one else f"the mail of {_and(handles)} is held") + (
+        f": mail to {'that address' if one else 'their addresses'} bounced repeatedly, so the server sends "
+        f"{'it' if one else 'them'} nothing until a mail comes from {'it' if one else 'each'} again, and this "
+        "message is not kept to be sent later")
+
+
 class Relay:
     """The press blocks of one mail to one game, in its write transaction."""
 
@@ -331,40 +342,73 @@ class Relay:
         return results
 
     def _one(self, block: PressBlock) -> Result:
+        """One PRESS block: checked, sent to each recipient whose mail is not
+        held (and a copy to the GM), recorded; the line's answer."""
         text = message_text(block, self.sender.email)
-        if not text.strip():
-            return Result(block.line, False, "the message is empty: write it between the PRESS TO line and ENDPRESS; "
-                                             "nothing was sent")
-        if len(text) > MAX_PRESS_CHARS:
-            return Result(block.line, False, f"the message has {len(text)} characters, more than the {MAX_PRESS_CHARS} "
-                                             "a press message may have; nothing was sent")
-        recipients, why = self._recipients(block)
+        why = self._bad_text(text)
+        if why is None:
+            recipients, why = self._recipients(block)
         if why is not None:
             return Result(block.line, False, why)
+        to, held = self._not_held(recipients)
+        if held and len(held) == len(recipients):
+            return Result(block.line, False, f"{_held_words(held)}; nothing was sent")
+        recipients = [h for h in recipients if h not in held]
         why = self._over_limit(len(recipients))
         if why is not None:
             return Result(block.line, False, why)
-        game = self.game
         sender = "the game master" if self.sender.is_gm else (self.sender.handle or "")
-        anonymous = game.press_anonymous and not self.sender.is_gm
-        accounts = [a for a in (account_by_handle(self.s, h) for h in recipients) if a is not None]
-        for acc in accounts:
+        anonymous = self.game.press_anonymous and not self.sender.is_gm
+        for acc in to:
             self._mail(acc.email, acc.handle, recipients, block.to_all, text, sender, anonymous, gm_copy=False)
         if self.settings.gm_address and not self.sender.is_gm:
             self._mail(self.settings.gm_address, "game master", recipients, block.to_all, text, sender, anonymous,
                        gm_copy=True)
+        self._record(block, recipients, text, sender, anonymous)
+        return Result(block.line, True, self._sent_words(block, recipients, held, anonymous))
+
+    def _not_held(self, handles: list[str]) -> tuple[list[Account], list[str]]:
+        """The accounts of ``handles`` whose mail is not held (bounces.py), in
+        order, and the handles whose mail is."""
+        accounts = [a for a in (account_by_handle(self.s, h) for h in handles) if a is not None]
+        on_hold = held_among(self.s, [a.email for a in accounts])
+        held_keys = {a.handle_key for a in accounts if a.email.lower() in on_hold}
+        return ([a for a in accounts if a.handle_key not in held_keys],
+                [h for h in handles if h.lower() in held_keys])
+
+    @staticmethod
+    def _bad_text(text: str) -> str | None:
+        """Why a message cannot be sent as it is (None: it can)."""
+        if not text.strip():
+            return "the message is empty: write it between the PRESS TO line and ENDPRESS; nothing was sent"
+        if len(text) > MAX_PRESS_CHARS:
+            return (f"the message has {len(text)} characters, more than the {MAX_PRESS_CHARS} "
+                    "a press message may have; nothing was sent")
+        return None
+
+    def _record(self, block: PressBlock, recipients: list[str], text: str, sender: str, anonymous: bool) -> None:
+        """The press row and its audit line."""
+        game = self.game
         self.s.add(Press(game_id=game.id, sender="gm" if self.sender.is_gm else sender, recipients=list(recipients),
                          recipient_count=0 if self.sender.is_gm else len(recipients), to_all=block.to_all,
                          anonymous=anonymous, body=text, sent_at=self.now, inbound_id=self.inbound_id))
         audit(self.s, self.now, "gm" if self.sender.is_gm else sender, "press",
               f"{game.name}: to {'ALL' if block.to_all else ' '.join(recipients)} ({len(text.splitlines())} lines)", game)
-        if block.to_all:
+
+    def _sent_words(self, block: PressBlock, recipients: list[str], held: list[str], anonymous: bool) -> str:
+        """What the sender is told of a press that went out."""
+        game = self.game
+        if block.to_all and held:
+            said = f"sent to the {len(recipients)} other players of {game.name} whose mail is not held: {_names(recipients)}"
+        elif block.to_all:
             said = f"sent to all {len(recipients)} other players of {game.name}: {_names(recipients)}"
         else:
             said = f"sent to {_and(recipients)}"
         if anonymous:
             said += " (anonymous press: they are not told who sent it)"
-        return Result(block.line, True, said)
+        if held:
+            said += f"; not to {_and(held)}: {_held_words(held)}"
+        return said
 
     def _mail(self, to_addr: str, to_name: str, recipients: list[str], to_all: bool, text: str, sender: str,
               anonymous: bool, gm_copy: bool) -> None:
