@@ -6,6 +6,10 @@ are grouped: a single writer thread takes every message waiting at that moment
 and stores them in one transaction, so many concurrent senders share one fsync
 without any of them getting a 250 early.  Database work never runs on the event
 loop.  Any fault of ours answers 451 (try again later), never a 5xx.
+
+A mail to several of our addresses is stored as one inbox row per recipient
+(:func:`one_row_each`), all in the same commit: the worker handles and answers
+each row on its own, so no recipient is left unread, also across a crash.
 """
 
 from __future__ import annotations
@@ -36,21 +40,76 @@ log = logging.getLogger(__name__)
 
 TEMPFAIL = "451 4.3.0 Temporary local problem, please try again later"
 
+#: recipients of ours in one transaction (each is an inbox row with the whole
+#: mail); RFC 5321 4.5.3.1.8 asks a server to take at least 100
+MAX_RECIPIENTS = 100
+
 #: a message waiting for the intake writer: envelope sender, recipients, raw
-#: bytes, the future its inbox id goes to, and that future's event loop
-_Waiting = tuple[str, list[str], bytes, "asyncio.Future[int | None]", asyncio.AbstractEventLoop]
+#: bytes, the future its inbox ids go to, and that future's event loop
+_Waiting = tuple[str, list[str], bytes, "asyncio.Future[list[int] | None]", asyncio.AbstractEventLoop]
+
+#: a message to store: envelope sender, envelope recipients, raw bytes
+Message = tuple[str, list[str], bytes]
 
 
-def store_messages(db: Database, items: list[tuple[str, list[str], bytes]]) -> list[int]:
+def one_row_each(rcpts: Sequence[str]) -> list[list[str]]:
+    """The recipients of each inbox row an envelope makes: one row per
+    recipient, naming that recipient only.  An address given twice (in any
+    case) is one recipient; an envelope without recipients makes one row
+    without any (the worker takes it as mail to pbm@)."""
+    seen: set[str] = set()
+    rows: list[list[str]] = []
+    for rcpt in rcpts:
+        if rcpt.lower() not in seen:
+            seen.add(rcpt.lower())
+            rows.append([rcpt])
+    return rows or [[]]
+
+
+def _rows_of(items: Sequence[Message]) -> tuple[list[Message], list[int]]:
+    """The inbox rows of ``items`` (one per recipient, in order) and how many
+    rows each item made."""
+    rows: list[Message] = []
+    made: list[int] = []
+    for mail_from, rcpts, raw in items:
+        each = one_row_each(rcpts)
+        rows.extend((mail_from, r, raw) for r in each)
+        made.append(len(each))
+    return rows, made
+
+
+def _per_item(ids: Sequence[int], made: Sequence[int]) -> list[list[int]]:
+    """The row ids in order, handed back to the items that made them."""
+    out: list[list[int]] = []
+    at = 0
+    for n in made:
+        out.append(list(ids[at:at + n]))
+        at += n
+    return out
+
+
+def store_messages(db: Database, items: list[Message]) -> list[int]:
     """Store (envelope sender, recipients, raw bytes) in one transaction; return
-    the inbox ids in the order of ``items``.
+    the inbox id of each item's first row, in the order of ``items`` (see
+    :func:`store_mails` for all of them)."""
+    return [ids[0] for ids in store_mails(db, items)]
+
+
+def store_mails(db: Database, items: list[Message]) -> list[list[int]]:
+    """Store (envelope sender, recipients, raw bytes) in one transaction, one
+    row per recipient (:func:`one_row_each`); return each item's inbox ids.
 
     One multi-row INSERT (executemany), not one ORM object per message.  On
     SQLite the writing transaction holds the database's write lock from its
     BEGIN IMMEDIATE, so the new rows get consecutive ids ending at
     last_insert_rowid(); elsewhere RETURNING gives them in order."""
+    flat, made = _rows_of(items)
+    return _per_item(_insert_rows(db, flat), made)
+
+
+def _insert_rows(db: Database, flat: list[Message]) -> list[int]:
     now = clock.now()
-    rows = [dict(received_at=now, mail_from=f, rcpt_tos=list(r), raw=raw, status="new") for f, r, raw in items]
+    rows = [dict(received_at=now, mail_from=f, rcpt_tos=list(r), raw=raw, status="new") for f, r, raw in flat]
     if not rows:
         return []
     with db.write() as s:
@@ -91,11 +150,13 @@ class _SqliteInbox:
             self._conn = self.db.engine.raw_connection()
         return self._conn.driver_connection
 
-    def store(self, items: list[tuple[str, list[str], bytes]]) -> list[int]:
+    def store(self, items: list[Message]) -> list[list[int]]:
+        """Like :func:`store_mails`: one row per recipient, each item's ids."""
         p_at, p_from, p_rcpt, p_raw, p_status = self.procs
         at = p_at(clock.now())
         new = p_status("new")
-        rows = [(at, p_from(f), p_rcpt(list(r)), p_raw(raw), new) for f, r, raw in items]
+        flat, made = _rows_of(items)
+        rows = [(at, p_from(f), p_rcpt(list(r)), p_raw(raw), new) for f, r, raw in flat]
         con = self._connection()
         try:
             con.execute("BEGIN IMMEDIATE")
@@ -115,7 +176,7 @@ class _SqliteInbox:
                 pass
             self._conn = None
             raise
-        return list(range(last - len(rows) + 1, last + 1))
+        return _per_item(range(last - len(rows) + 1, last + 1), made)
 
 
 class IntakeWriter:
@@ -124,9 +185,10 @@ class IntakeWriter:
     ``submit`` is called on the event loop and returns an asyncio future; the
     thread takes everything waiting at that moment (up to ``max_batch``),
     commits it in one transaction (one fsync for the group), and resolves the
-    group's futures with ONE call into the loop.  Nobody gets a 250 before the
-    commit of their message returned.  ``on_commit(n)`` is called after each
-    commit of ``n`` messages."""
+    group's futures with ONE call into the loop (each with the inbox ids of
+    its message: one per recipient).  Nobody gets a 250 before the commit of
+    their message returned.  ``on_commit(n)`` is called after each
+    commit of ``n`` inbox rows."""
 
     def __init__(self, db: Database, max_batch: int = 256, on_commit: Callable[[int], None] | None = None):
         self.db = db
@@ -139,22 +201,22 @@ class IntakeWriter:
         self._thread = threading.Thread(target=self._run, name="intake-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, mail_from: str, rcpts: list[str], raw: bytes) -> asyncio.Future[int | None]:
+    def submit(self, mail_from: str, rcpts: list[str], raw: bytes) -> asyncio.Future[list[int] | None]:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._queue.put((mail_from, rcpts, raw, fut, loop))
         return fut
 
     @staticmethod
-    def _resolve(batch: list[_Waiting], ids: Sequence[int | None] | None, exc: Exception | None) -> None:
-        for item, new_id in zip(batch, ids or [None] * len(batch), strict=False):
+    def _resolve(batch: list[_Waiting], ids: Sequence[list[int]] | None, exc: Exception | None) -> None:
+        for i, item in enumerate(batch):
             fut = item[3]
             if fut.done():  # the session went away meanwhile
                 continue
             if exc is not None:
                 fut.set_exception(exc)
             else:
-                fut.set_result(new_id)
+                fut.set_result(ids[i] if ids is not None and i < len(ids) else None)
 
     def _run(self) -> None:
         while True:
@@ -175,7 +237,7 @@ class IntakeWriter:
             ids, error = None, None
             try:
                 items = [(f, r, raw) for f, r, raw, _, _ in batch]
-                ids = self._fast.store(items) if self._fast is not None else store_messages(self.db, items)
+                ids = self._fast.store(items) if self._fast is not None else store_mails(self.db, items)
             except Exception as exc:
                 log.exception("could not store %d message(s)", len(batch))
                 error = exc
@@ -194,7 +256,7 @@ class IntakeWriter:
                     pass
             if ids is not None and self.on_commit:
                 try:
-                    self.on_commit(len(batch))
+                    self.on_commit(sum(map(len, ids)))  # the inbox rows the worker now has
                 except Exception:
                     log.exception("on_commit failed")
             if stop:
@@ -279,6 +341,10 @@ class InboundHandler:
             except Exception:
                 log.exception("game lookup failed")
                 return TEMPFAIL
+        if address.lower() not in {r.lower() for r in envelope.rcpt_tos} and len(envelope.rcpt_tos) >= MAX_RECIPIENTS:
+            # each recipient is an inbox row of its own: RFC 5321 4.5.3.1.10's answer
+            # to a limit; the client sends the rest in another transaction
+            return f"452 4.5.3 Too many recipients: at most {MAX_RECIPIENTS} per mail here; send the rest in another mail"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -288,10 +354,10 @@ class InboundHandler:
             raw = raw.encode("utf-8", "surrogateescape")
         try:
             # with decode_data=False aiosmtpd always has the content (bytes) at DATA
-            inbox_id = await self.writer.submit(envelope.mail_from or "", list(envelope.rcpt_tos), cast(bytes, raw))
+            inbox_ids = await self.writer.submit(envelope.mail_from or "", list(envelope.rcpt_tos), cast(bytes, raw))
         except Exception:
             return TEMPFAIL
-        return f"250 OK queued as {inbox_id}"
+        return f"250 OK queued as {' '.join(map(str, inbox_ids or []))}"
 
     async def handle_exception(self, error: Exception) -> str:
         log.exception("SMTP session error", exc_info=error)

@@ -82,14 +82,24 @@ def is_null_sender(envelope_from: str) -> bool:
     return sender in ("", "<>") or sender.lower() == "mailer-daemon"
 
 
+def our_locals(rcpts: Sequence[str], domain: str) -> list[str]:
+    """The local parts (lower case) of the recipients at our domain."""
+    at = "@" + domain.lower()
+    return [r.lower().rsplit("@", 1)[0] for r in rcpts if r.lower().endswith(at)]
+
+
 def classify(raw: bytes, envelope_from: str, rcpts: Sequence[str], mail: IncomingMail, settings: Settings,
              bounce_key: Callable[[], bytes]) -> MailKind:
     """The kind of the stored mail (``raw`` as received, with its envelope
-    sender and recipients; ``mail``: it read by mailtext.read_mail).
-    ``bounce_key`` gives the HMAC key of the return paths: it is asked for
-    only when the mail went to one."""
-    domain = "@" + settings.domain.lower()
-    ours = [r.lower().split("@", 1)[0] for r in rcpts if r.lower().endswith(domain)]
+    sender and its inbox row's recipients; ``mail``: it read by
+    mailtext.read_mail).  ``bounce_key`` gives the HMAC key of the return
+    paths: it is asked for only when the mail went to one.
+
+    The intake stores one row per recipient (inbound.one_row_each), so
+    ``rcpts`` names one address and the row is handled as mail to it; a row
+    stored before that may name several: a return path among them, then
+    postmaster, then the first counts."""
+    ours = our_locals(rcpts, settings.domain)
     bounce_locals = [local for local in ours if bounces.is_bounce_local(local)]
     if bounce_locals:
         found = bounces.outbox_id_of(bounce_key(), bounce_locals[0])
@@ -156,4 +166,5 @@ def read_commands(s: Session, mail: IncomingMail, domain: str) -> CommandText:
         text.notes.append(f"Only the first 300 command lines were read: lines after line {cut_after} were not read.")
     if mail.html_only:
         text.notes.append("Your mail had no plain-text part; the server read its HTML part as text.")
+    text.notes.extend(mail.notes)  # how the body was read (mailtext.unwrap)
     return text

@@ -23,6 +23,7 @@ tried again after a doubling delay.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import traceback
 from collections.abc import Callable
@@ -41,7 +42,7 @@ from pbm_server.mail.compose import Composer
 from pbm_server.mail.mailtext import IncomingMail, dedup_key, read_mail
 from pbm_server.mail.outbound import enqueue
 from pbm_server.pipeline.authenticate import authenticate
-from pbm_server.pipeline.classify import Bounce, CommandMail, MailKind, classify, read_commands
+from pbm_server.pipeline.classify import Bounce, CommandMail, MailKind, classify, our_locals, read_commands
 from pbm_server.pipeline.execute import CommandWork, Executor, InboxRow
 from pbm_server.pipeline.reply import Replier
 from pbm_server.pipeline.route import NewGameOf, ToGame, route
@@ -66,9 +67,22 @@ _STORED = select(_INBOX.c.raw, _INBOX.c.mail_from, _INBOX.c.rcpt_tos).where(
     _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 _CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from).where(
     _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
-_SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key == bindparam("key"), _INBOX.c.id != bindparam("id"),
-                                  _INBOX.c.status != "new").limit(1)
+# a copy handled before: the same key, or the mail's key without a recipient
+# (``legacy``), which rows stored before one row per recipient carry
+_SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key.in_([bindparam("key"), bindparam("legacy")]),
+                                  _INBOX.c.id != bindparam("id"), _INBOX.c.status != "new").limit(1)
 _FINISH = _INBOX.update().where(_INBOX.c.id == bindparam("row_id"))
+
+
+def recipient_key(mail_key: str, rcpts: list[str], domain: str) -> str:
+    """The duplicate key of an inbox row: the mail's key (mailtext.dedup_key:
+    Message-ID and content) with the row's recipient, so that the rows one
+    mail made for several of our addresses are not copies of each other, and
+    a redelivery to the same address is one."""
+    h = hashlib.sha256(mail_key.encode("ascii"))
+    for local in our_locals(rcpts, domain):
+        h.update(b"\0" + local.encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
 
 
 @dataclass
@@ -79,7 +93,10 @@ class Prepared:
     inbox_id: int
     mail: IncomingMail
     kind: MailKind
+    #: what a redelivered copy of this mail to this recipient has alike
+    #: (:func:`recipient_key`), and the mail's key without the recipient
     dedup: str
+    legacy_dedup: str
     #: a command mail's work for the execute stage (None: another kind)
     work: CommandWork | None = None
 
@@ -299,7 +316,8 @@ class Worker(Poller):
         raw, envelope_from, rcpts = stored.raw, stored.mail_from, list(stored.rcpt_tos or [])
         mail = read_mail(raw, envelope_from)
         kind = classify(raw, envelope_from, rcpts, mail, self.settings, lambda: self._read_bounce_key(s))
-        prep = Prepared(inbox_id, mail, kind, dedup_key(raw, mail.message_id))
+        mail_key = dedup_key(raw, mail.message_id)
+        prep = Prepared(inbox_id, mail, kind, recipient_key(mail_key, rcpts, self.settings.domain), mail_key)
         if not isinstance(kind, CommandMail):
             return prep  # a bounce, an abuse report, a mail to postmaster or an automatic one: no line read
         text = read_commands(s, mail, self.settings.domain)
@@ -327,10 +345,10 @@ class Worker(Poller):
         the row says so and nothing else is done)."""
         row.dedup_key = prep.dedup
         row.processed_at = now
-        dup = s.connection().execute(_SAME, {"key": prep.dedup, "id": row.id}).scalar()
+        dup = s.connection().execute(_SAME, {"key": prep.dedup, "legacy": prep.legacy_dedup, "id": row.id}).scalar()
         if dup is None:
             return False
-        row.status, row.note = "duplicate", f"same Message-ID and content as mail {dup}"
+        row.status, row.note = "duplicate", f"same Message-ID, content and recipient as mail {dup}"
         return True
 
     @staticmethod

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
@@ -66,9 +67,31 @@ def game_key(name: str) -> str:
 SERVER_KEY = "server"
 
 
+class DriverMissing(NoSuchModuleError):
+    """The database URL names a driver that cannot be imported (a package
+    installed without its ``[postgres]`` extra); the text says what to
+    install.  A SQLAlchemy error like any other fault of opening the
+    database, so whoever reports those (the CLI's ``Env.open_db``: one line,
+    exit 2) reports this one too."""
+
+
+#: how to get the driver of a ``postgresql://`` URL
+POSTGRES_EXTRA = "pip install 'pbm-server[postgres]'"
+
+
+def _driver_missing(u: URL, exc: ImportError) -> DriverMissing:
+    """The error for a driver of ``u`` that failed to import with ``exc``."""
+    module = exc.name or u.get_driver_name()
+    missing = "not installed" if isinstance(exc, ModuleNotFoundError) else f"not usable ({str(exc).strip()})"
+    if u.get_backend_name() == "postgresql" and u.get_driver_name() == "psycopg":
+        return DriverMissing(f"the PostgreSQL driver ({module}) is {missing}: {POSTGRES_EXTRA}")
+    return DriverMissing(f"the database driver {module} (for {u.drivername}://) is {missing}")
+
+
 def make_engine(url: str, max_pages: int = 0) -> Engine:
     """``max_pages`` (SQLite; setting ``sqlite_max_page_count``): fault injection,
-    the file cannot grow past this many pages; 0: no cap."""
+    the file cannot grow past this many pages; 0: no cap.  A driver that
+    cannot be imported raises :class:`DriverMissing`."""
     u = make_url(url)
     if u.get_backend_name() == "sqlite":
         if u.database and u.database != ":memory:":
@@ -99,7 +122,10 @@ def make_engine(url: str, max_pages: int = 0) -> Engine:
         return engine
     if u.get_backend_name() == "postgresql" and u.drivername == "postgresql":
         u = u.set(drivername="postgresql+psycopg")
-    return create_engine(u, pool_pre_ping=True)
+    try:
+        return create_engine(u, pool_pre_ping=True)  # imports the driver
+    except ImportError as exc:
+        raise _driver_missing(u, exc) from exc
 
 
 def is_transient(first: BaseException) -> bool:
