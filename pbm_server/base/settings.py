@@ -103,8 +103,17 @@ def _workers(value: int) -> str | None:
     return None if 1 <= value <= 64 else "expected a number of worker threads from 1 to 64"
 
 
-def _optional_domain(value: str) -> str | None:
-    return None if value == "" else _domain(value)
+def _ehlo_name(value: str) -> str | None:
+    """A fully qualified name (RFC 5321 4.1.4): relays that check it (Postfix's
+    reject_non_fqdn_helo_hostname) answer 504 to a bare host name."""
+    if value == "":
+        return None
+    if _domain(value):
+        return _domain(value)
+    if "." not in value or value.rsplit(".", 1)[1].isdigit():
+        return ("expected a fully qualified host name with a dot, such as mail.example.org: a relay that checks "
+                "answers 504 to a bare host name or IP address in EHLO, and no mail goes out")
+    return None
 
 
 RELAY_TLS = ("none", "starttls", "tls")
@@ -139,7 +148,7 @@ class Settings:
     )
     relay: str = _setting("", "HOST:PORT of the outbound SMTP relay; empty: write to the Maildir", _optional_host_port)
     relay_ehlo_name: str = _setting(
-        "", "the name the server gives in EHLO to the relay (fully qualified); empty: PBM_DOMAIN", _optional_domain
+        "", "the name the server gives in EHLO to the relay (fully qualified); empty: PBM_DOMAIN", _ehlo_name
     )
     relay_tls: str = _setting(
         "none", "none: plain SMTP; starttls: STARTTLS before anything else (port 587); tls: TLS from the start "
@@ -176,7 +185,8 @@ class Settings:
     retry_base_seconds: float = _setting(30.0, "first delay before delivering a mail again; doubles each attempt", _positive)
     retry_max_seconds: float = _setting(1800.0, "the longest delay between two delivery attempts", _positive)
     retry_period_seconds: float = _setting(
-        3 * 24 * 3600.0, "after this long an undeliverable mail is marked failed and the GM told", _positive
+        3 * 24 * 3600.0, "after this long a mail the relay keeps deferring (a 4xx to its recipient) is marked "
+        "failed and the GM told; a relay that fails itself never fails a mail", _positive
     )
     poll_seconds: float = _setting(0.5, "how often the worker, outbound and scheduler look for work", _positive)
     tick_seconds: float = _setting(60.0, "how often the scheduler calls each game's tick", _positive)
@@ -344,6 +354,11 @@ def load(env: dict[str, str] | None = None) -> Loaded:
     values, sources = _checked(raw, config, problems)
     if bool(values.get("relay_user")) != bool(values.get("relay_password_file")):
         problems.append("PBM_RELAY_USER and PBM_RELAY_PASSWORD_FILE: give both (SMTP AUTH) or neither")
+    domain = str(values.get("domain", _FIELDS["domain"].default))
+    if values.get("relay") and not values.get("relay_ehlo_name") and _ehlo_name(domain):
+        warnings.append(f"PBM_RELAY_EHLO_NAME is empty, so the relay is greeted with PBM_DOMAIN {domain!r}, which is "
+                        "not a fully qualified name; a relay that checks answers 504 and no mail goes out: set "
+                        "PBM_RELAY_EHLO_NAME to this host's name, such as mail.example.org")
     if problems:
         raise SettingsError(problems)
     return Loaded(Settings(**values), sources, config, warnings)

@@ -2,11 +2,24 @@
 transaction as the change that caused it, then delivered here.
 
 Delivery goes to the relay (``PBM_RELAY``) or, without one, into a Maildir.  A
-row is marked sent only after the relay accepted it; a refused or unreachable
-relay means a retry with doubling delays, and after the retry period the row is
-marked failed and the GM is told.  Each row keeps its Message-ID across retries,
-so the rare re-send after a crash between "relay accepted" and "marked sent" is
-recognisable as the same mail.
+row is marked sent only after the relay accepted it.  What goes wrong is one of
+two things (:func:`_judge`):
+
+- the relay itself fails: it cannot be reached, its certificate is not
+  trusted, it refuses our EHLO, STARTTLS, AUTH or envelope sender, or answers
+  a recipient with its own policy ("Must issue a STARTTLS command first").
+  That is the relay's configuration (or ours), not the mail's: every row stays
+  pending and is retried with doubling delays however long it takes, and the
+  GM is told once per outage through channels that do not need the relay (the
+  log at ERROR and a notice in the Maildir ``PBM_MAILDIR``); "once" means: not
+  again until a delivery has worked since (the audit log remembers it across
+  restarts and servers);
+- the relay judges one mail: a 5xx to its RCPT TO or DATA.  The row is marked
+  failed and the GM is told by mail; a 4xx there is retried until the retry
+  period ends, then failed the same way.
+
+Each row keeps its Message-ID across retries, so the rare re-send after a crash
+between "relay accepted" and "marked sent" is recognisable as the same mail.
 
 Before delivering a row the deliverer claims it (``claimed_by``/``claimed_until``
 in one UPDATE whose row count says whether it got it), so two servers on one
@@ -19,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import mailbox
+import re
 import smtplib
 import socket
 import ssl
@@ -34,8 +48,10 @@ from pbm_server.base import clock
 from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
+from pbm_server.mail.compose import Composer
 from pbm_server.store.db import LOCK_OUTBOUND, Database
-from pbm_server.store.models import OutboundMail, table
+from pbm_server.store.lookup import audit
+from pbm_server.store.models import AuditEntry, OutboundMail, table
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +143,97 @@ def unproven_replies_since(session: Session, since: datetime) -> int:
 
 
 class PermanentFailure(Exception):
-    pass
+    """The relay's verdict on one mail (a 5xx to its RCPT TO or DATA): the row fails."""
+
+
+class TemporaryFailure(Exception):
+    """A 4xx to one mail's RCPT TO or DATA: retried until the retry period ends."""
+
+
+class RelayFault(Exception):
+    """The relay itself fails (unreachable, untrusted, its policy on our
+    session): the row stays pending however old it is."""
 
 
 class RelayMisconfigured(smtplib.SMTPException):
-    """The relay and PBM_RELAY_* disagree (no STARTTLS, AUTH refused): retried."""
+    """The relay and PBM_RELAY_* disagree (no STARTTLS, AUTH refused)."""
+
+
+#: answers to RCPT TO or DATA that speak of our session, not of the recipient
+#: (Postfix checks HELO, client and sender at RCPT TO: smtpd_delay_reject)
+_SESSION_CODES = frozenset({421, 530, 534, 535, 538})
+_SESSION_WORDS = re.compile(
+    r"helo command rejected|client host rejected|sender address rejected|relay access denied|starttls|"
+    r"authentication required|fully-qualified hostname", re.IGNORECASE)
+#: what delivery does with a row after an attempt
+SENT, KEEP, RETRY, FAIL = "sent", "keep", "retry", "fail"
+#: the audit log's action when the GM was told that the relay fails
+RELAY_FAILS = "relay fails"
+
+
+def _answer(code: int, text: bytes | str) -> str:
+    words = text.decode(errors="replace") if isinstance(text, bytes) else text
+    return f"{code} {' '.join(words.split())}"
+
+
+def _about_the_session(code: int, text: bytes | str) -> bool:
+    words = text.decode(errors="replace") if isinstance(text, bytes) else text
+    return code in _SESSION_CODES or _SESSION_WORDS.search(words) is not None
+
+
+def _relay_fault(exc: BaseException, relay: str) -> RelayFault:
+    """The relay itself failed: what happened, in the words an operator needs."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        why = (f"its TLS certificate was not accepted ({exc.verify_message or exc.reason}); the certificate must "
+               f"be valid for the host in PBM_RELAY and signed by a CA this machine trusts (a private CA: "
+               f"SSL_CERT_FILE=/path/ca.pem in the server's environment)")
+    elif isinstance(exc, ssl.SSLError):
+        why = f"TLS failed ({exc.reason or exc}); PBM_RELAY_TLS must match the port: starttls for 587, tls for 465"
+    elif isinstance(exc, ConnectionRefusedError):
+        why = "nothing accepts connections there (connection refused)"
+    elif isinstance(exc, (TimeoutError, socket.timeout)):
+        why = "it did not answer in time"
+    elif isinstance(exc, RelayMisconfigured):
+        why = str(exc)
+    elif isinstance(exc, smtplib.SMTPHeloError):
+        why = (f"it refused our greeting (EHLO) with {_answer(exc.smtp_code, exc.smtp_error)}; PBM_RELAY_EHLO_NAME "
+               f"(default PBM_DOMAIN) must be a fully qualified name the relay accepts")
+    elif isinstance(exc, smtplib.SMTPSenderRefused):
+        why = f"it refused the envelope sender {exc.sender} with {_answer(exc.smtp_code, exc.smtp_error)}"
+    elif isinstance(exc, smtplib.SMTPRecipientsRefused):
+        code, text = next(iter(exc.recipients.values()))
+        why = f"it answered the recipient with its own policy: {_answer(code, text)}"
+    elif isinstance(exc, smtplib.SMTPResponseException):
+        why = f"it answered {_answer(exc.smtp_code, exc.smtp_error)}"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return RelayFault(f"the relay {relay} fails: {why}")
+
+
+def _judge(exc: BaseException, relay: str) -> Exception:
+    """What a failed send means: :class:`PermanentFailure` (this mail is
+    refused), :class:`TemporaryFailure` (this mail, later) or
+    :class:`RelayFault` (the relay, every mail)."""
+    if isinstance(exc, (smtplib.SMTPRecipientsRefused, smtplib.SMTPDataError)):
+        text: bytes | str
+        if isinstance(exc, smtplib.SMTPRecipientsRefused):
+            code, text = next(iter(exc.recipients.values()))
+            what = "the recipient"
+        else:
+            code, text, what = exc.smtp_code, exc.smtp_error, "the mail (DATA)"
+        if _about_the_session(code, text):
+            return _relay_fault(exc, relay)
+        if 500 <= code < 600:
+            return PermanentFailure(f"the relay {relay} refused {what}: {_answer(code, text)}")
+        return TemporaryFailure(f"the relay {relay} deferred {what}: {_answer(code, text)}")
+    if isinstance(exc, smtplib.SMTPSenderRefused) and exc.smtp_code == 552:
+        # Postfix answers a too large mail at MAIL FROM (SIZE=): a verdict on this mail
+        return PermanentFailure(f"the relay {relay} refused the mail: {_answer(exc.smtp_code, exc.smtp_error)}")
+    if isinstance(exc, (OSError, smtplib.SMTPException)):  # an SSL error is both OSError and ValueError
+        return _relay_fault(exc, relay)
+    if isinstance(exc, ValueError):  # something in this row smtplib cannot send: retrying cannot help
+        return PermanentFailure(f"cannot be sent: {type(exc).__name__}: {exc}")
+    raise exc
 
 
 class Outbound(Poller):
@@ -147,8 +249,8 @@ class Outbound(Poller):
         #: who claims rows: stable across a restart of this server (so it takes
         #: back its own claims at once), different for another server
         self.identity = f"{socket.gethostname()}|{settings.listen}"[:64]
-        #: row id -> (error, permanent) of attempts the database would not take
-        self._unrecorded: dict[int, tuple[str | None, bool]] = {}
+        #: row id -> (error, outcome) of attempts the database would not take
+        self._unrecorded: dict[int, tuple[str | None, str]] = {}
         self._db_failures = 0
         self._db_retry_at = 0.0
         #: the HMAC key of the return paths (read once)
@@ -156,37 +258,48 @@ class Outbound(Poller):
         #: the relay session (_deliver), kept between passes while mail flows
         self._smtp: smtplib.SMTP | None = None
         self._smtp_used = 0.0  # monotonic time it was last used
+        #: the GM knows that the relay fails (reset when a delivery works)
+        self._outage_told = False
+        self._composer: Composer | None = None
 
     # -- one delivery -------------------------------------------------------------
     def _deliver(self, row: Pending, sender: str = "") -> None:
         """``sender``: the envelope sender, the row's own return path (bounces.py).
+        Raises :class:`PermanentFailure`, :class:`TemporaryFailure` or
+        :class:`RelayFault` (see :func:`_judge`).
         The relay session is kept for the rows that follow (one connection
         for a turn's hundreds of reports, and for a stream of replies), until
         it has been idle for KEEP_SECONDS; after any error it is closed and the
         next row opens a new one."""
         relay = self.settings.relay_host_port
         if relay is None:
-            box = mailbox.Maildir(self.settings.maildir, create=True)
-            # as a delivering MTA would write it: where a bounce would go
-            box.add((f"Return-Path: <{sender}>\r\n".encode() if sender else b"") + row.raw)
+            try:
+                box = mailbox.Maildir(self.settings.maildir, create=True)
+                # as a delivering MTA would write it: where a bounce would go
+                box.add((f"Return-Path: <{sender}>\r\n".encode() if sender else b"") + row.raw)
+            except OSError as exc:
+                raise RelayFault(f"cannot write to the Maildir {self.settings.maildir}: {exc}") from exc
             return
         host, port = relay
+        where = f"{host}:{port}"
         try:
             smtp = self._relay_session(host, port)
-            options: list[str] = []
-            if not row.to_addr.isascii() and smtp.has_extn("smtputf8"):
-                options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
+        except (OSError, ValueError, smtplib.SMTPException) as exc:
+            self._end_session()
+            raise _relay_fault(exc, where) from exc
+        options: list[str] = []
+        if not row.to_addr.isascii():
+            if not smtp.has_extn("smtputf8"):
+                raise PermanentFailure(
+                    f"{row.to_addr} has characters outside ASCII, and the relay {where} does not offer SMTPUTF8 "
+                    f"(RFC 6531), which mail to such an address needs; a relay that offers it would take it")
+            options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
+        try:
             smtp.sendmail(sender, [row.to_addr], row.raw, mail_options=options)
         except BaseException as exc:
             self._end_session()
-            if isinstance(exc, smtplib.SMTPRecipientsRefused):
-                code = next(iter(exc.recipients.values()))[0]
-                if 500 <= code < 600:
-                    raise PermanentFailure(f"relay refused the recipient: {exc.recipients}") from exc
-            elif isinstance(exc, RelayMisconfigured):
-                log.warning("relay %s:%s: cannot deliver: see the outbox row's last_error", host, port)
-            elif isinstance(exc, smtplib.SMTPResponseException) and 500 <= exc.smtp_code < 600:
-                raise PermanentFailure(f"relay answered {exc.smtp_code} {exc.smtp_error!r}") from exc
+            if isinstance(exc, (OSError, ValueError, smtplib.SMTPException)):
+                raise _judge(exc, where) from exc
             raise
 
     #: a relay session idle this long is closed (a relay drops idle clients:
@@ -236,8 +349,8 @@ class Outbound(Poller):
     def _connect(self, host: str, port: int) -> smtplib.SMTP:
         """A session with the relay, greeted with PBM_RELAY_EHLO_NAME (or the
         domain), secured as PBM_RELAY_TLS says and authenticated with
-        PBM_RELAY_USER.  A relay that will not do what the settings ask is a
-        temporary failure (the operator can fix it before the retry period ends)."""
+        PBM_RELAY_USER.  A relay that will not do what the settings ask fails
+        itself (:class:`RelayFault`): the mail waits until the operator fixed it."""
         settings = self.settings
         name = settings.ehlo_name
         smtp: smtplib.SMTP
@@ -246,20 +359,20 @@ class Outbound(Poller):
         else:
             smtp = smtplib.SMTP(host, port, local_hostname=name, timeout=30)
         try:
-            smtp.ehlo()
+            smtp.ehlo_or_helo_if_needed()  # SMTPHeloError when the relay refuses the name
             if settings.relay_tls == "starttls":
                 if not smtp.has_extn("starttls"):
-                    raise RelayMisconfigured("the relay does not offer STARTTLS (PBM_RELAY_TLS=starttls)")
+                    raise RelayMisconfigured("it does not offer STARTTLS (PBM_RELAY_TLS=starttls)")
                 smtp.starttls(context=ssl.create_default_context())
-                smtp.ehlo()
+                smtp.ehlo_or_helo_if_needed()
             if settings.relay_user:
                 try:
                     smtp.login(settings.relay_user, settings.relay_password())
                 except smtplib.SMTPAuthenticationError as exc:
                     # never the password: only the relay's code and words
-                    raise RelayMisconfigured(f"the relay refused AUTH for {settings.relay_user}: {exc.smtp_code}") from None
+                    raise RelayMisconfigured(f"it refused AUTH for {settings.relay_user}: {exc.smtp_code}") from None
                 except smtplib.SMTPNotSupportedError:
-                    raise RelayMisconfigured("the relay offers no AUTH here (PBM_RELAY_USER is set)") from None
+                    raise RelayMisconfigured("it offers no AUTH here (PBM_RELAY_USER is set)") from None
         except BaseException:
             smtp.close()
             raise
@@ -279,11 +392,13 @@ class Outbound(Poller):
             conn.execute(_CLAIM, {"ids": row_ids, "now": now, "me": self.identity, "until": now + lease})
             return list(conn.execute(_MINE, {"ids": row_ids, "me": self.identity}).scalars())
 
-    def _record(self, row_id: int, error: str | None, permanent: bool) -> None:
-        """The outcome of one attempt, in one transaction (frees the claim)."""
+    def _record(self, row_id: int, error: str | None, outcome: str) -> None:
+        """The outcome of one attempt (SENT, KEEP, RETRY or FAIL), in one
+        transaction (frees the claim).  KEEP (the relay failed) never gives a
+        row up; RETRY does after PBM_RETRY_PERIOD_SECONDS."""
         with self.db.write(lock=LOCK_OUTBOUND) as s:
             now = clock.now()
-            if error is None:  # the common case, in one statement
+            if outcome == SENT:  # the common case, in one statement
                 s.connection().execute(_SENT, {"row_id": row_id, "now": now})
                 return
             fresh = s.get(OutboundMail, row_id)
@@ -293,7 +408,7 @@ class Outbound(Poller):
             fresh.claimed_by = fresh.claimed_until = None
             fresh.last_error = error
             expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
-            if permanent or expired:
+            if outcome == FAIL or (outcome == RETRY and expired):
                 fresh.status = "failed"
                 log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
                 if self.on_failed is not None:
@@ -326,9 +441,9 @@ class Outbound(Poller):
     def _record_unrecorded(self) -> bool:
         """Record attempts whose outcome could not be written; False if the
         database still refuses."""
-        for row_id, (error, permanent) in list(self._unrecorded.items()):
+        for row_id, (error, outcome) in list(self._unrecorded.items()):
             try:
-                self._record(row_id, error, permanent)
+                self._record(row_id, error, outcome)
             except Exception:
                 self._db_failed(f"record the delivery of outbox row {row_id}")
                 return False
@@ -390,31 +505,81 @@ class Outbound(Poller):
                 handled += 1
                 continue
             error: str | None = None
-            permanent = False
+            outcome = SENT
             assert self._bounce_key is not None
             try:
                 self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain))
             except PermanentFailure as exc:
-                error, permanent = str(exc), True
-            except ValueError as exc:  # e.g. a non-ASCII address smtplib cannot send to: retrying cannot help
-                error, permanent = f"cannot be sent: {type(exc).__name__}: {exc}", True
-            except (OSError, smtplib.SMTPException, socket.timeout) as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error, outcome = str(exc), FAIL
+            except TemporaryFailure as exc:
+                error, outcome = str(exc), RETRY
+            except RelayFault as exc:
+                error, outcome = str(exc), KEEP
             handled += 1
             try:
-                self._record(row_id, error, permanent)
+                self._record(row_id, error, outcome)
             except Exception:
                 # e.g. the disk filled right after the relay accepted the mail:
                 # keep the outcome in memory, keep the row claimed, and retry
                 # the recording with backoff -- never the delivery
-                self._unrecorded[row_id] = (error, permanent)
+                self._unrecorded[row_id] = (error, outcome)
                 self._db_failed(f"record the delivery of outbox row {row_id}")
                 break
             self._db_failures = 0
-            if error is not None and not permanent:
+            if outcome == SENT and self._outage_told:
+                self._outage_told = False
+                log.info("the relay works again: the mail kept meanwhile goes out")
+            elif outcome == KEEP:
+                assert error is not None
+                self._tell_relay_fault(error)
+            if outcome in (KEEP, RETRY):
                 # the relay is down: the other due rows would fail the same way
                 break
         return handled
 
     def step(self) -> int:
         return self.run_once(limit=self.batch())
+
+    # -- the relay fails: tell the GM once, without the relay -------------------------
+    def _tell_relay_fault(self, error: str) -> None:
+        """Once per outage: the log at ERROR and a notice to the GM in the
+        Maildir PBM_MAILDIR.  Not again until a delivery has worked since the
+        last notice -- also one written before a restart or by another server
+        (the audit log's RELAY_FAILS lines)."""
+        if self._outage_told:
+            return
+        self._outage_told = True
+        try:
+            with self.db.write(lock=LOCK_OUTBOUND) as s:
+                told = s.scalar(select(AuditEntry.at).where(AuditEntry.action == RELAY_FAILS)
+                                .order_by(AuditEntry.id.desc()).limit(1))
+                if told is not None and s.scalar(
+                        select(OutboundMail.id).where(OutboundMail.status.in_(("sent", "bounced")),
+                                                      OutboundMail.sent_at > told).limit(1)) is None:
+                    return  # told already, and nothing went out since
+                now = clock.now()
+                audit(s, now, "system", RELAY_FAILS, error)
+                waiting = s.scalar(select(func.count()).select_from(OutboundMail)
+                                   .where(OutboundMail.status == "pending")) or 0
+        except Exception:
+            self._outage_told = False  # the next failure tries again
+            log.exception("outbound: could not record that the relay fails")
+            return
+        log.error("%s; the %d mail(s) waiting are kept and retried until it works (none is given up for this); "
+                  "a notice for the GM is in the Maildir %s", error, waiting, self.settings.maildir)
+        if self._composer is None:
+            self._composer = Composer(self.settings)
+        composer = self._composer
+        what = "The relay fails: no mail goes out until it works again; none is lost."
+        body = composer.render("server/gm_notice.txt", {"what": what, "details": [
+            ("relay", self.settings.relay), ("error", error), ("mails waiting", str(waiting)),
+            ("what happens", "every mail stays queued and is tried again with growing delays; "
+                             "this notice is not repeated until a mail has gone out"),
+        ]})
+        _, raw = composer.message(to_addr=self.settings.gm_address or self.settings.server_address,
+                                  to_name="game master", from_local="pbm", subject="pbm-server: the relay fails",
+                                  body=body, auto="auto-generated", now=now)
+        try:
+            mailbox.Maildir(self.settings.maildir, create=True).add(raw)
+        except OSError as exc:
+            log.error("could not write the relay notice into the Maildir %s: %s", self.settings.maildir, exc)

@@ -996,10 +996,57 @@ def mail_unhold(env: Env, address: str) -> None:
 
 
 @mail.command("retry")
-@click.argument("inbox_id", type=int)
+@click.argument("row_id", metavar="[ID]", type=int, required=False)
+@click.option("--outbox", is_flag=True, help="ID is an outbox row (a failed mail to send again), not an inbox row")
+@click.option("--address", default=None, help="every failed outbox mail to this address (implies --outbox)")
+@click.option("--all-failed", is_flag=True, help="every failed outbox mail (implies --outbox)")
 @pass_env
-def mail_retry(env: Env, inbox_id: int) -> None:
-    """Put a shunted mail back in the queue (after the fault is fixed)."""
+def mail_retry(env: Env, row_id: int | None, outbox: bool, address: str | None, all_failed: bool) -> None:
+    """Queue a mail again after the fault is fixed.
+
+    pbm mail retry ID: the shunted inbox mail ID is processed again.
+    pbm mail retry --outbox ID | --address ADDR | --all-failed: failed
+    outbox mails are delivered again, with their attempts and retry period
+    started afresh (`pbm mail status` lists them)."""
+    if address is not None or all_failed:
+        outbox = True
+    if not outbox:
+        if row_id is None:
+            fail("give the ID of a shunted inbox mail, or --outbox with ID, --address ADDR or --all-failed "
+                 "(pbm mail status lists both)", EX_USAGE)
+        _retry_inbox(env, row_id)
+        return
+    if sum((row_id is not None, address is not None, all_failed)) != 1:
+        fail("--outbox takes one of: an outbox ID, --address ADDR, --all-failed", EX_USAGE)
+    now = clock.now()
+    with env.db.write(world=EXCLUSIVE) as s:
+        query = select(OutboundMail).where(OutboundMail.status == "failed")
+        if row_id is not None:
+            row = s.get(OutboundMail, row_id)
+            if row is None or row.status != "failed":
+                shown = "no such row" if row is None else f"it is {row.status}"
+                fail(f"outbox {row_id} is not a failed mail ({shown}); only failed mails are queued again "
+                     "(pbm mail status lists them)")
+            query = query.where(OutboundMail.id == row_id)
+        elif address is not None:
+            query = query.where(func.lower(OutboundMail.to_addr) == address.strip().lower())
+        ids: list[int] = []
+        for row in s.scalars(query.order_by(OutboundMail.id)).all():
+            # the retry period counts from created_at: it starts again now
+            row.status, row.attempts, row.next_attempt_at, row.created_at = "pending", 0, now, now
+            row.claimed_by = row.claimed_until = None
+            ids.append(row.id)
+        if ids:
+            audit(s, now, "cli", "mail retry", "outbox " + " ".join(map(str, ids))[:2000])
+    if not ids:
+        whom = f" to {address.strip().lower()}" if address is not None else ""
+        fail(f"no failed outbox mail{whom}: nothing queued (pbm mail status lists the failed mails)")
+    click.echo(f"{len(ids)} failed outbox mail{'s' if len(ids) != 1 else ''} queued again: "
+               + ", ".join(map(str, ids[:20])) + (" ..." if len(ids) > 20 else ""))
+
+
+def _retry_inbox(env: Env, inbox_id: int) -> None:
+    """Put a shunted mail back in the queue."""
     with env.db.write(world=EXCLUSIVE) as s:
         row = s.get(InboundMail, inbox_id)
         if row is None or row.status != "shunted":
