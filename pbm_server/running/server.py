@@ -312,7 +312,9 @@ class Server:
             controller.start()
         pids = [str(be.proc.pid) for be in self.backends if be.proc is not None]
         backend = f" in process{'es' if len(pids) > 1 else ''} {', '.join(pids)}" if pids else ""
-        log.info("pbm serve: %s on %s, domain %s%s", ", ".join(self.local_parts), self.settings.listen, self.settings.domain,
+        # only a process that listens names the address (a back end's line would claim one it does not hold)
+        where = f" on {self.settings.listen}" if "listener" in self.local_parts else ""
+        log.info("pbm serve: %s%s, domain %s%s", ", ".join(self.local_parts), where, self.settings.domain,
                  f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)}{backend}" if self.split else "")
 
     def stop(self) -> None:

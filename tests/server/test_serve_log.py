@@ -1,0 +1,20 @@
+"""What `pbm serve` says when it starts: the listen address only where it listens."""
+
+
+def start_line(pbm) -> str:
+    lines = [ln for ln in pbm.serve_log().splitlines() if "pbm serve: " in ln]
+    assert lines, pbm.serve_log()
+    return lines[-1]
+
+
+def test_a_back_end_without_the_listener_claims_no_listen_address(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.start("listener")  # the worker, delivery and scheduler only, as a back end runs
+    line = start_line(pbm)
+    assert "worker, outbound, scheduler, domain pbm.test" in line, line
+    assert f":{pbm.port}" not in line and " on " not in line.split("pbm serve: ", 1)[1], line
+
+
+def test_the_listener_names_its_address(pbm):
+    line = start_line(pbm)
+    assert f"listener, worker, outbound, scheduler on 127.0.0.1:{pbm.port}, domain pbm.test" in line, line
