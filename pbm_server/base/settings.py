@@ -133,6 +133,10 @@ def _readable_file(value: str) -> str | None:
         return f"expected a readable file holding the password ({exc.strerror or exc})"
 
 
+def _log_format(value: str) -> str | None:
+    return None if value in ("text", "json") else "expected text or json"
+
+
 def _nice(value: int) -> str | None:
     return None if 0 <= value <= 19 else "expected a nice increment from 0 to 19"
 
@@ -207,6 +211,9 @@ class Settings:
         _not_negative,
     )
     backend_nice: int = _setting(0, "nice increment of the back-end process (0-19)", _nice)
+    log_format: str = _setting(
+        "text", "log lines as text, or json: one JSON object a line with the mail's facts as fields", _log_format,
+    )
     clock_file: str = _setting(
         "", "rehearsals and tests: the current time is the ISO 8601 time in this file; empty: the real clock"
     )

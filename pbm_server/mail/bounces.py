@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import time
@@ -52,12 +53,14 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from pbm_server.base import clock
+from pbm_server.base import clock, logs
 from pbm_server.base.settings import Settings
 from pbm_server.mail.headers import clean_text
 from pbm_server.store.db import Database
 from pbm_server.store.lookup import account_by_email, audit
 from pbm_server.store.models import Bounce, Game, MailHold, Membership, OutboundMail, ServerSecret, table
+
+log = logging.getLogger(__name__)
 
 #: an address bounced this many different mails within HOLD_DAYS: on hold
 HOLD_AFTER = 3
@@ -324,6 +327,9 @@ class Bounces:
         s.flush()
         audit(s, now, "system", "bounce", f"outbox {outbox_id} to {address}: {report.status} {report.diagnostic[:200]}")
         note = f"bounce for outbox {outbox_id} to {address} ({report.status})"
+        log.info("bounce: outbox %s to %s came back (%s %s)", outbox_id, address, report.status, report.diagnostic[:200],
+                 extra=logs.facts(event="bounce", outbox=outbox_id, recipient=address, status=report.status,
+                                  inbox=inbound_id))
         held = self._maybe_hold(s, address, now)
         if held:
             note += "; the address is now on hold"
@@ -347,6 +353,8 @@ class Bounces:
                   .values(status="held", last_error="not sent: the address is on hold (bounces)")
                   .execution_options(synchronize_session=False))
         audit(s, now, "system", "hold", f"{address}: {reason}")
+        log.info("hold: %s (%s); nothing more is sent to it until it writes", address, reason,
+                 extra=logs.facts(event="hold", recipient=address, reason=reason))
         acc = account_by_email(s, address)
         games = games_of(s, address)
         who = f"{acc.handle} <{address}>" if acc else address

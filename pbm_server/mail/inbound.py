@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, cast
 from sqlalchemy import CursorResult, Table, insert, select, text
 from sqlalchemy.pool import PoolProxiedConnection
 
-from pbm_server.base import clock
+from pbm_server.base import clock, logs
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
 from pbm_server.store.db import Database
@@ -235,6 +235,7 @@ class IntakeWriter:
                     break
                 batch.append(item)
             ids, error = None, None
+            started = time.monotonic()
             try:
                 items = [(f, r, raw) for f, r, raw, _, _ in batch]
                 ids = self._fast.store(items) if self._fast is not None else store_mails(self.db, items)
@@ -259,8 +260,19 @@ class IntakeWriter:
                     self.on_commit(sum(map(len, ids)))  # the inbox rows the worker now has
                 except Exception:
                     log.exception("on_commit failed")
+            if ids is not None:  # after the 250s went out: the log never delays them
+                self._log_stored(batch, ids, (time.monotonic() - started) * 1000)
             if stop:
                 return
+
+    @staticmethod
+    def _log_stored(batch: list[_Waiting], ids: Sequence[list[int]], ms: float) -> None:
+        """One line per mail stored: its inbox rows, sender, recipients, size, the commit's time."""
+        for (mail_from, rcpts, raw, _, _), rows in zip(batch, ids, strict=False):
+            log.info("mail in: inbox %s from %s to %s, %d bytes, stored in %.1f ms (a commit of %d)",
+                     " ".join(map(str, rows)), mail_from or "<>", ", ".join(rcpts), len(raw), ms, len(batch),
+                     extra=logs.facts(event="mail in", inbox=rows, sender=mail_from or "<>", recipients=list(rcpts),
+                                      bytes=len(raw), ms=round(ms, 1), batch=len(batch)))
 
     def close(self) -> None:
         self._queue.put(None)

@@ -44,7 +44,7 @@ from typing import NamedTuple
 from sqlalchemy import Integer, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
-from pbm_server.base import clock
+from pbm_server.base import clock, logs
 from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
@@ -104,7 +104,7 @@ _CLAIM = (_OUT.update().where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _
           .values(claimed_by=bindparam("me"), claimed_until=bindparam("until", type_=_OUT.c.claimed_until.type)))
 _MINE = (select(_OUT.c.id).where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending",
                                  _OUT.c.claimed_by == bindparam("me")).order_by(_OUT.c.id))
-_ROWS = select(_OUT.c.id, _OUT.c.to_addr, _OUT.c.raw, _OUT.c.status).where(
+_ROWS = select(_OUT.c.id, _OUT.c.to_addr, _OUT.c.raw, _OUT.c.status, _OUT.c.kind, _OUT.c.game_id).where(
     _OUT.c.id.in_(bindparam("ids", expanding=True)))
 _SENT = (_OUT.update().where(_OUT.c.id == bindparam("row_id"), _OUT.c.status == "pending")
          .values(status="sent", sent_at=bindparam("now", type_=_OUT.c.sent_at.type), last_error=None, attempts=_OUT.c.attempts + 1,
@@ -118,6 +118,8 @@ class Pending(NamedTuple):
     to_addr: str
     raw: bytes
     status: str
+    kind: str
+    game_id: int | None
 
 
 #: outbox kind of a reply to a mail that proved no password (PBM_UNAUTHENTICATED_REPLIES_PER_HOUR)
@@ -234,6 +236,18 @@ def _judge(exc: BaseException, relay: str) -> Exception:
     if isinstance(exc, ValueError):  # something in this row smtplib cannot send: retrying cannot help
         return PermanentFailure(f"cannot be sent: {type(exc).__name__}: {exc}")
     raise exc
+
+
+#: what an attempt's outcome is called in the log
+_SAID = {SENT: "sent", KEEP: "kept (the relay fails)", RETRY: "to be tried again", FAIL: "refused by the relay"}
+
+
+def _log_delivery(row: Pending, outcome: str, error: str | None, ms: float) -> None:
+    """One line per delivery attempt: outbox id, recipient, kind, game, result, time."""
+    log.info("mail out: outbox %s to %s (%s): %s%s, %.1f ms", row.id, row.to_addr, row.kind, _SAID[outcome],
+             f": {error}" if error else "", ms,
+             extra=logs.facts(event="mail out", outbox=row.id, recipient=row.to_addr, kind=row.kind,
+                              game_id=row.game_id, result=outcome, error=error, ms=round(ms, 1)))
 
 
 class Outbound(Poller):
@@ -425,6 +439,8 @@ class Outbound(Poller):
             fresh.status = "held"
             fresh.claimed_by = fresh.claimed_until = None
             fresh.last_error = "not sent: the address is on hold (bounces); see pbm mail status"
+        log.info("mail out: outbox %s to %s: held (the address bounced repeatedly)", row_id, fresh.to_addr,
+                 extra=logs.facts(event="mail out", outbox=row_id, recipient=fresh.to_addr, result="held"))
 
     def _delay(self, attempts: int) -> float:
         delay: float = min(self.settings.retry_base_seconds * (2 ** (attempts - 1)), self.settings.retry_max_seconds)
@@ -507,6 +523,7 @@ class Outbound(Poller):
             error: str | None = None
             outcome = SENT
             assert self._bounce_key is not None
+            started = time.monotonic()
             try:
                 self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain))
             except PermanentFailure as exc:
@@ -526,6 +543,7 @@ class Outbound(Poller):
                 self._db_failed(f"record the delivery of outbox row {row_id}")
                 break
             self._db_failures = 0
+            _log_delivery(row, outcome, error, (time.monotonic() - started) * 1000)
             if outcome == SENT and self._outage_told:
                 self._outage_told = False
                 log.info("the relay works again: the mail kept meanwhile goes out")

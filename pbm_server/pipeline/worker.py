@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
 from games.base import Actor
-from pbm_server.base import clock
+from pbm_server.base import clock, logs
 from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
@@ -231,6 +232,7 @@ class Worker(Poller):
         write transaction.  ``held``: the route key this worker holds (never
         asked for again inside: that would wait for itself)."""
         self.in_hand = inbox_id
+        started = time.monotonic()
         try:
             prep = self.prepare(inbox_id, held)
             if prep is None:
@@ -247,6 +249,7 @@ class Worker(Poller):
                         self.replier.send(s, row, prep.mail, prep.work, answer, now)
                 self.finish(s, row)
             self.states.keep()
+            self._log_handled(prep, row, (time.monotonic() - started) * 1000)
         except Exception as exc:
             inbox_id = self.in_hand  # a shunt sets aside the mail that failed
             self.states.drop()
@@ -255,11 +258,25 @@ class Worker(Poller):
                 self._back_off(inbox_id, exc)
                 return
             # shunt: set aside with its error, tell the GM
-            log.exception("mail %s failed", inbox_id)
+            log.exception("mail %s failed: shunted", inbox_id,
+                          extra=logs.facts(event="mail handled", inbox=inbox_id, result="shunted", error=repr(exc)[:300]))
             if not self.shunt(inbox_id, exc):
                 self._back_off(inbox_id, exc)  # not even that could be written
                 return
         self._db_failures = 0
+
+    @staticmethod
+    def _log_handled(prep: Prepared, row: InboxRow, ms: float) -> None:
+        """One line per mail handled: inbox id, what it was, its game, sender, result, time."""
+        routed = prep.work.routed if prep.work is not None else None
+        where = routed.route if routed is not None else None
+        game = where.name if isinstance(where, ToGame) else where.kind if isinstance(where, NewGameOf) else None
+        kind = type(prep.kind).__name__
+        log.info("mail %s (%s%s) from %s: %s%s, %.1f ms", row.id, kind, f", game {game}" if game else "",
+                 prep.mail.from_addr or "<>", row.status, f" ({row.note})" if row.note else "", ms,
+                 extra=logs.facts(event="mail handled", inbox=row.id, kind=kind, game=game,
+                                  sender=prep.mail.from_addr or "<>", result=row.status, note=row.note,
+                                  ms=round(ms, 1)))
 
     @staticmethod
     def locks_for(prep: Prepared, held: str | None) -> tuple[list[str], str]:

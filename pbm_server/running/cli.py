@@ -23,7 +23,7 @@ from games.base import Actor, Context, GameError, Line
 from pbm_server import __version__
 from pbm_server.accounts import service as accounts
 from pbm_server.accounts.passwords import hash_password
-from pbm_server.base import clock
+from pbm_server.base import clock, logs
 from pbm_server.base import settings as settings_mod
 from pbm_server.base.errors import ServerRefused, undone
 from pbm_server.base.localtime import show_time
@@ -167,6 +167,7 @@ def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     logging.getLogger().setLevel(logging.INFO)
     logging.getLogger("mail.log").setLevel(logging.WARNING)
     settings = env.settings
+    logs.use_format(settings.log_format)
     if workers is not None:
         settings = dataclasses.replace(settings, workers=workers)
     env.db.dispose()  # opened once here so that a bad PBM_DATABASE_URL is one line, not a traceback
