@@ -219,42 +219,15 @@ class IntakeWriter:
                 fut.set_result(ids[i] if ids is not None and i < len(ids) else None)
 
     def _run(self) -> None:
+        """Take what waits, store it in one commit, answer each sender, tell
+        the back end, log each mail; until told to stop."""
         while True:
-            first = self._queue.get()
-            if first is None:
+            batch, stop = self._take_batch()
+            if not batch:
                 return
-            batch = [first]
-            stop = False
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
-            ids, error = None, None
             started = time.monotonic()
-            try:
-                items = [(f, r, raw) for f, r, raw, _, _ in batch]
-                ids = self._fast.store(items) if self._fast is not None else store_mails(self.db, items)
-            except Exception as exc:
-                log.exception("could not store %d message(s)", len(batch))
-                error = exc
-            else:
-                self.batches += 1
-                self.stored += len(batch)
-            by_loop: dict[asyncio.AbstractEventLoop, list[int]] = {}
-            for i, item in enumerate(batch):
-                by_loop.setdefault(item[4], []).append(i)
-            for loop, idx in by_loop.items():
-                part = [batch[i] for i in idx]
-                part_ids = [ids[i] for i in idx] if ids is not None else None
-                try:
-                    loop.call_soon_threadsafe(self._resolve, part, part_ids, error)
-                except RuntimeError:  # the loop is closed: nobody waits any more
-                    pass
+            ids, error = self._store(batch)
+            self._hand_back(batch, ids, error)
             if ids is not None and self.on_commit:
                 try:
                     self.on_commit(sum(map(len, ids)))  # the inbox rows the worker now has
@@ -264,6 +237,48 @@ class IntakeWriter:
                 self._log_stored(batch, ids, (time.monotonic() - started) * 1000)
             if stop:
                 return
+
+    def _take_batch(self) -> tuple[list[_Waiting], bool]:
+        """Everything waiting now (up to max_batch, waiting for the first),
+        and whether the writer was told to stop after it."""
+        first = self._queue.get()
+        if first is None:
+            return [], True
+        batch = [first]
+        while len(batch) < self.max_batch:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                return batch, True
+            batch.append(item)
+        return batch, False
+
+    def _store(self, batch: list[_Waiting]) -> tuple[list[list[int]] | None, Exception | None]:
+        """The batch in one commit: each mail's inbox ids, or the error."""
+        try:
+            items = [(f, r, raw) for f, r, raw, _, _ in batch]
+            ids = self._fast.store(items) if self._fast is not None else store_mails(self.db, items)
+        except Exception as exc:
+            log.exception("could not store %d message(s)", len(batch))
+            return None, exc
+        self.batches += 1
+        self.stored += len(batch)
+        return ids, None
+
+    def _hand_back(self, batch: list[_Waiting], ids: list[list[int]] | None, error: Exception | None) -> None:
+        """Each waiting session's answer, with one call into each event loop."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[int]] = {}
+        for i, item in enumerate(batch):
+            by_loop.setdefault(item[4], []).append(i)
+        for loop, idx in by_loop.items():
+            part = [batch[i] for i in idx]
+            part_ids = [ids[i] for i in idx] if ids is not None else None
+            try:
+                loop.call_soon_threadsafe(self._resolve, part, part_ids, error)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
 
     @staticmethod
     def _log_stored(batch: list[_Waiting], ids: Sequence[list[int]], ms: float) -> None:
