@@ -269,10 +269,15 @@ def dedup_key(raw: bytes, message_id: str | None) -> str:
     return h.hexdigest()
 
 
+def is_null_sender(envelope_from: str) -> bool:
+    """A null envelope sender; Postfix's pipe(8) gives it as MAILER-DAEMON (its null_sender default)."""
+    sender = envelope_from.strip()
+    return sender in ("", "<>") or sender.lower() == "mailer-daemon"
+
+
 def automatic_reason(mail: IncomingMail, envelope_from: str, own_domain: str) -> str | None:
     """Why this mail must not be answered (RFC 3834 and common practice), or None."""
-    if envelope_from.strip() in ("", "<>") or envelope_from.strip().lower() == "mailer-daemon":
-        # Postfix's pipe(8) gives a null sender as MAILER-DAEMON (its null_sender default)
+    if is_null_sender(envelope_from):
         return "null envelope sender (a bounce or auto-reply)"
     local = mail.from_addr.split("@", 1)[0]
     if local in ("mailer-daemon", "postmaster") or envelope_from.lower().startswith("mailer-daemon@"):

@@ -25,6 +25,7 @@ from pbm_server.mail.mailtext import (
     abuse_report,
     automatic_reason,
     command_lines,
+    is_null_sender,
     split_passwords,
     subject_command,
 )
@@ -74,12 +75,6 @@ class CommandMail:
 
 
 MailKind = Bounce | AbuseReport | ToPostmaster | Dropped | CommandMail
-
-
-def is_null_sender(envelope_from: str) -> bool:
-    """A null envelope sender (Postfix's pipe(8) gives it as MAILER-DAEMON)."""
-    sender = envelope_from.strip()
-    return sender in ("", "<>") or sender.lower() == "mailer-daemon"
 
 
 def our_locals(rcpts: Sequence[str], domain: str) -> list[str]:

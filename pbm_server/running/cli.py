@@ -30,6 +30,7 @@ from pbm_server.base.localtime import show_time
 from pbm_server.base.settings import Settings, SettingsError
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import store_messages
+from pbm_server.mail.mailtext import is_null_sender
 from pbm_server.play.creation import create_game
 from pbm_server.play.moves import apply_commands
 from pbm_server.play.notices import Mailer
@@ -880,7 +881,7 @@ def _inject(env: Env, mail_from: str | None, rcpts: tuple[str, ...]) -> tuple[in
     if mail_from is None:
         found = getaddresses([str(head.get("Return-Path", "") or head.get("From", ""))])
         mail_from = found[0][1] if found else ""
-    if mail_from.strip() in ("<>", "") or mail_from.strip().lower() == "mailer-daemon":
+    if is_null_sender(mail_from):
         mail_from = ""  # the null sender (Postfix's pipe writes it as MAILER-DAEMON): never answered
     if not rcpts:
         dom = "@" + settings.domain.lower()
