@@ -200,6 +200,8 @@ class PbmServer:
         self.sink = Sink()
         self.sink.start()
         self.port = free_port()
+        #: the HTTP side (/healthz, /metrics)
+        self.http_port = free_port()
         self.clock_file = tmp / "clock.txt"
         self.db_url, self._drop_db = self._database()
         self.env = dict(os.environ)
@@ -207,6 +209,7 @@ class PbmServer:
             {
                 "PBM_DATABASE_URL": self.db_url,
                 "PBM_LISTEN": f"127.0.0.1:{self.port}",
+                "PBM_HTTP_LISTEN": f"127.0.0.1:{self.http_port}",
                 "PBM_DOMAIN": domain,
                 "PBM_RELAY": f"127.0.0.1:{self.sink.port}",
                 "PBM_GM_ADDRESS": gm_address,

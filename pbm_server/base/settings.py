@@ -151,6 +151,10 @@ class Settings:
         "pbm.localhost", "game NAME listens at NAME@DOMAIN; account commands at pbm@DOMAIN", _domain
     )
     relay: str = _setting("", "HOST:PORT of the outbound SMTP relay; empty: write to the Maildir", _optional_host_port)
+    http_listen: str = _setting(
+        "127.0.0.1:8080", "HOST:PORT of the HTTP side (/healthz, /metrics, the game pages); empty: no HTTP side",
+        _optional_host_port,
+    )
     relay_ehlo_name: str = _setting(
         "", "the name the server gives in EHLO to the relay (fully qualified); empty: PBM_DOMAIN", _ehlo_name
     )
@@ -254,6 +258,13 @@ class Settings:
     @property
     def listen_port(self) -> int:
         return int(self.listen.rsplit(":", 1)[1])
+
+    @property
+    def http_host_port(self) -> tuple[str, int] | None:
+        if not self.http_listen:
+            return None
+        host, _, port = self.http_listen.rpartition(":")
+        return host.strip("[]"), int(port)
 
     @property
     def relay_host_port(self) -> tuple[str, int] | None:

@@ -49,6 +49,7 @@ from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
 from pbm_server.mail.compose import Composer
+from pbm_server.mail.queues import RELAY_FAILS
 from pbm_server.store.db import LOCK_OUTBOUND, Database
 from pbm_server.store.lookup import audit
 from pbm_server.store.models import AuditEntry, OutboundMail, table
@@ -169,8 +170,6 @@ _SESSION_WORDS = re.compile(
     r"authentication required|fully-qualified hostname", re.IGNORECASE)
 #: what delivery does with a row after an attempt
 SENT, KEEP, RETRY, FAIL = "sent", "keep", "retry", "fail"
-#: the audit log's action when the GM was told that the relay fails
-RELAY_FAILS = "relay fails"
 
 
 def _answer(code: int, text: bytes | str) -> str:

@@ -31,13 +31,14 @@ from pbm_server.base.settings import Settings, SettingsError
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import store_messages
 from pbm_server.mail.mailtext import is_null_sender
+from pbm_server.mail.queues import QueueStatus, queue_status
 from pbm_server.play.creation import create_game
 from pbm_server.play.moves import apply_commands
 from pbm_server.play.notices import Mailer
 from pbm_server.play.turns import run_turn, why_not_done
 from pbm_server.store.db import EXCLUSIVE, Database
 from pbm_server.store.lookup import account_by_handle, audit, find_game, player_count
-from pbm_server.store.models import Account, Game, InboundMail, MailHold, OutboundMail
+from pbm_server.store.models import Account, Game, InboundMail, OutboundMail
 
 EX_USAGE = 2  # bad settings: one line per problem, never a traceback
 EX_DATAERR = 65  # `mail inject`: not a mail (the MTA bounces it)
@@ -157,12 +158,13 @@ def main(verbose: bool) -> None:
 
 
 @main.command(epilog=_settings_help())
-@click.option("--without", "without", multiple=True, type=click.Choice(["listener", "worker", "outbound", "scheduler"]), help="leave a part out (run it in another process)")
+@click.option("--without", "without", multiple=True, type=click.Choice(["listener", "worker", "outbound", "scheduler", "http"]), help="leave a part out (run it in another process)")
 @click.option("--workers", "workers", type=click.IntRange(1, 64), default=None,
               help="worker threads processing mail (default: PBM_WORKERS)")
 @pass_env
 def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     """Run the listener, worker, outbound delivery and scheduler."""
+    from pbm_server.running.httpside import CannotListen
     from pbm_server.running.server import PARTS, Server
 
     logging.getLogger().setLevel(logging.INFO)
@@ -174,6 +176,8 @@ def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     env.db.dispose()  # opened once here so that a bad PBM_DATABASE_URL is one line, not a traceback
     try:
         Server(settings, tuple(p for p in PARTS if p not in without)).serve_forever()
+    except CannotListen as exc:
+        fail(str(exc), EX_USAGE)
     except OSError as exc:
         fail(f"PBM_LISTEN: cannot listen on {settings.listen}: {exc.strerror or exc}", EX_USAGE)
 
@@ -964,22 +968,53 @@ def mail_show(env: Env, files: tuple[str, ...], last: int, to: str | None, html:
 
 
 @mail.command("status")
+@click.option("--json", "as_json", is_flag=True, help="print the same as one JSON object (for scripts)")
 @pass_env
-def mail_status(env: Env) -> None:
-    """Counts of the inbox and outbox by status; shunted and failed mails."""
+def mail_status(env: Env, as_json: bool) -> None:
+    """Why mail waits: the inbox and outbox by state, what waits longest, the
+    relay's last answer, the last errors with their rows, bounces and holds."""
     with env.db.read() as s:
-        for model, label in ((InboundMail, "inbox"), (OutboundMail, "outbox")):
-            rows = s.execute(select(model.status, func.count()).group_by(model.status)).all()
-            click.echo(f"{label}: " + (", ".join(f"{st} {n}" for st, n in rows) or "empty"))
-        for row in s.scalars(select(InboundMail).where(InboundMail.status == "shunted")).all():
-            click.echo(f"shunted inbox {row.id} from {row.mail_from}: {(row.note or '').strip().splitlines()[-1:]}")
-        for out in s.scalars(select(OutboundMail).where(OutboundMail.status == "failed")).all():
-            click.echo(f"failed outbox {out.id} to {out.to_addr}: {out.last_error}")
-        for out in s.scalars(select(OutboundMail).where(OutboundMail.status == "bounced").order_by(OutboundMail.id)).all():
-            click.echo(f"bounced outbox {out.id} to {out.to_addr}: {out.last_error}")
-        for hold in s.scalars(select(MailHold).order_by(MailHold.address)).all():
-            click.echo(f"on hold {hold.address} since {hold.since:%Y-%m-%d %H:%M} UTC: {hold.reason}; "
-                       f"lift: pbm mail unhold {hold.address}")
+        st = queue_status(s, env.settings.relay)
+    if as_json:
+        click.echo(json.dumps(st.as_json(), indent=2, sort_keys=True))
+        return
+    for line in _status_lines(st, clock.now()):
+        click.echo(line)
+
+
+def _ago(now: datetime, then: datetime | None) -> str:
+    """A time, and how far it is from now ("12 s ago", "in 3 min")."""
+    if then is None:
+        return "never"
+    seconds = int(abs((now - then).total_seconds()))
+    span = f"{seconds} s" if seconds < 120 else f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
+    return f"{then:%Y-%m-%d %H:%M:%S} UTC ({span} ago)" if then <= now else f"{then:%Y-%m-%d %H:%M:%S} UTC (in {span})"
+
+
+def _status_lines(st: QueueStatus, now: datetime) -> list[str]:
+    w = st.waiting
+    lines = [f"{label}: " + (", ".join(f"{state} {n}" for state, n in counts.items()) or "empty")
+             for label, counts in (("inbox", st.inbox), ("outbox", st.outbox))]
+    lines.append(f"oldest mail not yet handled: {_ago(now, w.oldest_new_at)}" if w.oldest_new_at
+                 else "oldest mail not yet handled: none, every mail is handled")
+    lines.append(f"oldest reply not yet delivered: {_ago(now, w.oldest_pending_at)}" if w.oldest_pending_at
+                 else "oldest reply not yet delivered: none, the outbox is delivered")
+    r = st.relay
+    accepted = f"last mail accepted {_ago(now, r.last_accepted_at)}" + (
+        f" (outbox {r.last_accepted_id})" if r.last_accepted_id else "")
+    lines.append(f"relay {r.relay}: {accepted}")
+    if r.last_fault_at is not None:
+        state = "FAILING NOW, mail is kept" if r.failing else "over, mail has gone out since"
+        lines.append(f"relay last fault {_ago(now, r.last_fault_at)}, {state}: {r.last_fault}")
+    lines += [f"shunted inbox {p.id} from {p.address}: {p.error}; retry: pbm mail retry {p.id}" for p in st.shunted]
+    lines += [f"failed outbox {p.id} to {p.address} after {p.attempts} attempt(s): {p.error}; "
+              f"retry: pbm mail retry --outbox {p.id}" for p in st.failed]
+    lines += [f"retrying outbox {p.id} to {p.address}, attempt {p.attempts}, next {_ago(now, p.next_attempt_at)}: "
+              f"{p.error}" for p in st.retrying]
+    lines += [f"bounced outbox {p.id} to {p.address}: {p.error}" for p in st.bounced]
+    lines += [f"on hold {address} since {since:%Y-%m-%d %H:%M} UTC: {reason}; lift: pbm mail unhold {address}"
+              for address, since, reason in st.holds]
+    return lines
 
 
 @mail.command("unhold")

@@ -41,6 +41,7 @@ import functools
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -56,6 +57,7 @@ from pbm_server.mail.inbound import GameNames, InboundHandler, IntakeWriter, mak
 from pbm_server.mail.outbound import Outbound
 from pbm_server.pipeline.worker import Worker
 from pbm_server.play.notices import tell_gm
+from pbm_server.running.httpside import HttpSide, bind
 from pbm_server.running.scheduler import Scheduler
 from pbm_server.store.db import Database
 
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PARTS = ("listener", "worker", "outbound", "scheduler")
+PARTS = ("listener", "worker", "outbound", "scheduler", "http")
 BACKEND_PARTS = ("worker", "outbound", "scheduler")
 
 #: environment of the back end: the read end of the wake-up pipe, the parent's pid
@@ -75,6 +77,8 @@ ENV_WAKE_FD = "PBM_INTERNAL_WAKE_FD"
 ENV_PARENT = "PBM_INTERNAL_PARENT_PID"
 #: which back end of its listener a process is (0, 1, ...): part of its outbound identity
 ENV_BACKEND = "PBM_INTERNAL_BACKEND_INDEX"
+#: environment of the HTTP side's process: its listening socket, bound by `pbm serve`
+ENV_HTTP_FD = "PBM_INTERNAL_HTTP_FD"
 
 #: back ends when PBM_BACKENDS is 0: one per core, at most this many
 AUTO_BACKENDS_MAX = 4
@@ -105,6 +109,10 @@ class Backend:
         self.proc: subprocess.Popen[bytes] | None = None
         self.wake_w: int | None = None
 
+    @property
+    def name(self) -> str:
+        return "the HTTP side" if self.parts == ("http",) else f"back end {self.index + 1}"
+
 #: "streams in": a commit of at least INTAKE_GROUP mails within INTAKE_WINDOW seconds
 INTAKE_WINDOW = 0.05
 INTAKE_GROUP = 2
@@ -130,11 +138,13 @@ def settings_env(settings: Settings) -> dict[str, str]:
 class Server:
     def __init__(self, settings: Settings, parts: tuple[str, ...] = PARTS, processes: int | None = None):
         self.settings = settings
+        if not settings.http_listen:
+            parts = tuple(p for p in parts if p != "http")
         self.parts = parts
         if processes is None:
             processes = settings.serve_processes
-        #: the worker, outbound and scheduler run in a second process
-        self.split = processes > 1 and "listener" in parts and any(p in parts for p in BACKEND_PARTS)
+        #: the worker, outbound and scheduler run in a second process (and the HTTP side in one of its own)
+        self.split = processes > 1 and "listener" in parts and any(p in parts for p in (*BACKEND_PARTS, "http"))
         self.local_parts = ("listener",) if self.split else parts
         self.db = Database(settings.database_url, settings.sqlite_max_page_count)
         self.composer = Composer(settings)
@@ -151,23 +161,30 @@ class Server:
         for worker in self.workers:
             worker.on_processed = self.outbound.wake.set
         self.writer: IntakeWriter | None = None
+        self.http: HttpSide | None = None
+        self.http_sock: socket.socket | None = None
         self.controller: Controller | None = None
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
         self._stopping = threading.Event()
-        #: the back-end processes (listener side): the first has every back-end
-        #: part of ``parts``; the others the worker and outbound delivery (each
-        #: delivers the replies of its own worker at once), not the scheduler
-        backend_parts = tuple(p for p in BACKEND_PARTS if p in parts)
-        self.backends: list[Backend] = []
-        if self.split:
-            self.backends.append(Backend(0, backend_parts))
-            if "worker" in backend_parts:
-                others = tuple(p for p in ("worker", "outbound") if p in backend_parts)
-                self.backends += [Backend(i, others) for i in range(1, backend_count(settings))]
+        self.backends = self._plan_backends() if self.split else []
         self._backend_lock = threading.Lock()
         self._last_intake = 0.0
         self.intake_first = settings.intake_first
+
+    def _plan_backends(self) -> list[Backend]:
+        """The processes the listener starts: the first back end has every
+        back-end part of ``parts``; the others the worker and outbound delivery
+        (each delivers the replies of its own worker at once), not the
+        scheduler; and the HTTP side, in a process of its own."""
+        backend_parts = tuple(p for p in BACKEND_PARTS if p in self.parts)
+        backends = [Backend(0, backend_parts)]
+        if "worker" in backend_parts:
+            others = tuple(p for p in ("worker", "outbound") if p in backend_parts)
+            backends += [Backend(i, others) for i in range(1, backend_count(self.settings))]
+        if "http" in self.parts:
+            backends.append(Backend(-1, ("http",)))
+        return backends
 
     def _delivery_failed(self, session: Session, row: OutboundMail) -> None:
         if row.kind.startswith("gm"):
@@ -183,24 +200,28 @@ class Server:
 
     # -- the back end processes (listener side) ------------------------------------------
     def _start_backend(self, be: Backend) -> None:
-        r, w = os.pipe()
-        os.set_blocking(w, False)
         env = dict(os.environ)
         env.update(settings_env(self.settings))
-        env[ENV_WAKE_FD] = str(r)
         env[ENV_PARENT] = str(os.getpid())
-        env[ENV_BACKEND] = str(be.index)
-        args = [sys.executable, "-m", "pbm_server.running.cli", "serve", "--without", "listener"]
-        for part in BACKEND_PARTS:
+        args = [sys.executable, "-m", "pbm_server.running.cli", "serve"]
+        for part in PARTS:
             if part not in be.parts:
                 args += ["--without", part]
-        proc = subprocess.Popen(args, env=env, pass_fds=(r,))
-        os.close(r)
-        old, be.wake_w = be.wake_w, w
-        if old is not None:
-            os.close(old)
-        be.proc = proc
-        log.info("back end %d (%s) started as process %d", be.index + 1, ", ".join(be.parts), proc.pid)
+        if be.parts == ("http",):
+            assert self.http_sock is not None
+            env[ENV_HTTP_FD] = str(self.http_sock.fileno())
+            be.proc = subprocess.Popen(args, env=env, pass_fds=(self.http_sock.fileno(),))
+        else:
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            env[ENV_WAKE_FD] = str(r)
+            env[ENV_BACKEND] = str(be.index)
+            be.proc = subprocess.Popen(args, env=env, pass_fds=(r,))
+            os.close(r)
+            old, be.wake_w = be.wake_w, w
+            if old is not None:
+                os.close(old)
+        log.info("%s (%s) started as process %d", be.name, ", ".join(be.parts), be.proc.pid)
 
     def _supervise(self, be: Backend) -> None:
         pause = 1.0
@@ -209,7 +230,7 @@ class Server:
             code = proc.wait() if proc is not None else None
             if self._stopping.is_set():
                 return
-            log.error("a back end exited (number %d, with %s); starting it again in %.0f s", be.index + 1, code, pause)
+            log.error("%s exited (with %s); starting it again in %.0f s", be.name, code, pause)
             if self._stopping.wait(pause):
                 return
             with self._backend_lock:
@@ -277,7 +298,23 @@ class Server:
         self.outbound.run(after_busy=self._rest)
 
     # -- start / stop ---------------------------------------------------------------------
+    def _open_http(self) -> None:
+        """The HTTP side's socket: handed down by `pbm serve`, or bound here
+        (a port in use stops the start with :class:`CannotListen`)."""
+        if "http" not in self.parts:
+            return
+        fd = os.environ.pop(ENV_HTTP_FD, None)
+        if fd is not None:
+            self.http_sock = socket.socket(fileno=int(fd))
+        else:
+            where = self.settings.http_host_port
+            assert where is not None
+            self.http_sock = bind(*where)
+        if "http" in self.local_parts:
+            self.http = HttpSide(self.db, self.http_sock)
+
     def start(self) -> None:
+        self._open_http()
         wake_fd = os.environ.pop(ENV_WAKE_FD, None)
         parent = os.environ.pop(ENV_PARENT, None)
         if parent:
@@ -286,6 +323,21 @@ class Server:
                 os.nice(self.settings.backend_nice)
             threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
         self.db.upgrade()
+        self._start_threads()
+        if wake_fd:
+            threading.Thread(target=self._listen_for_wakeups, args=(int(wake_fd),), name="wake-pipe", daemon=True).start()
+        if self.split:
+            self._start_backends()
+        if "listener" in self.local_parts:
+            on_commit = self._wake_backend if self.split else self._wake_local
+            writer = self.writer = IntakeWriter(self.db, on_commit=on_commit)
+            handler = InboundHandler(self.settings, writer, GameNames(self.db))
+            controller = self.controller = make_controller(self.settings, handler)
+            controller.start()
+        self._log_start()
+
+    def _start_threads(self) -> None:
+        """This process's own parts, as threads."""
         targets: list[tuple[str, str, Callable[[], None]]] = [
             ("worker", f"worker-{i + 1}", functools.partial(self._run_worker, w)) for i, w in enumerate(self.workers)
         ]
@@ -295,25 +347,24 @@ class Server:
                 t = threading.Thread(target=target, name=name, daemon=True)
                 t.start()
                 self.threads.append(t)
-        if wake_fd:
-            threading.Thread(target=self._listen_for_wakeups, args=(int(wake_fd),), name="wake-pipe", daemon=True).start()
-        if self.split:
-            with self._backend_lock:
-                for be in self.backends:
-                    self._start_backend(be)
+        if self.http is not None:
+            self.http.start()
+
+    def _start_backends(self) -> None:
+        with self._backend_lock:
             for be in self.backends:
-                threading.Thread(target=self._supervise, args=(be,), name=f"back-end-{be.index + 1}-supervisor",
-                                 daemon=True).start()
-        if "listener" in self.local_parts:
-            on_commit = self._wake_backend if self.split else self._wake_local
-            writer = self.writer = IntakeWriter(self.db, on_commit=on_commit)
-            handler = InboundHandler(self.settings, writer, GameNames(self.db))
-            controller = self.controller = make_controller(self.settings, handler)
-            controller.start()
-        pids = [str(be.proc.pid) for be in self.backends if be.proc is not None]
+                self._start_backend(be)
+        for be in self.backends:
+            threading.Thread(target=self._supervise, args=(be,), name=f"{be.name.replace(' ', '-')}-supervisor",
+                             daemon=True).start()
+
+    def _log_start(self) -> None:
+        pids = [str(be.proc.pid) for be in self.backends if be.proc is not None and "http" not in be.parts]
         backend = f" in process{'es' if len(pids) > 1 else ''} {', '.join(pids)}" if pids else ""
         # only a process that listens names the address (a back end's line would claim one it does not hold)
         where = f" on {self.settings.listen}" if "listener" in self.local_parts else ""
+        if "http" in self.parts and "listener" in self.local_parts:
+            where += f", HTTP on {self.settings.http_listen}"
         log.info("pbm serve: %s%s, domain %s%s", ", ".join(self.local_parts), where, self.settings.domain,
                  f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)}{backend}" if self.split else "")
 
@@ -338,6 +389,10 @@ class Server:
             if be.wake_w is not None:
                 os.close(be.wake_w)
                 be.wake_w = None
+        if self.http is not None:
+            self.http.stop()
+        elif self.http_sock is not None:
+            self.http_sock.close()
         for worker in self.workers:
             worker.stop()
         self.outbound.stop()

@@ -1,6 +1,6 @@
-"""`pbm serve` is two processes (docs/benchmarks.md): the listener, and a back
-end for the worker, outbound and scheduler.  A back end that dies is started
-again, and the back end never outlives the listener."""
+"""`pbm serve` is three processes (docs/benchmarks.md): the listener, a back
+end for the worker, outbound and scheduler, and the HTTP side.  A back end
+that dies is started again, and neither outlives the listener."""
 
 from __future__ import annotations
 
@@ -17,15 +17,24 @@ from tests.harness import wait_until
 pytestmark = pytest.mark.process
 
 
-def children(pid: int) -> list[int]:
-    """Child processes of every thread of ``pid``."""
+def children(pid: int, http: bool = False) -> list[int]:
+    """The back ends of ``pid`` (child processes of any of its threads); with
+    ``http``, its HTTP side (a child started `--without worker`) instead."""
     out = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             out += [int(x) for x in (task / "children").read_text().split()]
         except OSError:
             pass
-    return [c for c in out if alive(c)]
+    return [c for c in out if alive(c) and is_http_side(c) == http]
+
+
+def is_http_side(pid: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"worker" in argv and b"http" not in argv
 
 
 def alive(pid: int) -> bool:
@@ -49,25 +58,27 @@ def test_back_end_restarts_and_mail_still_answered(pbm):
     pbm.settle(timeout=60)
     (reply,) = pbm.replies_to(mid)
     assert "register HANDLE PASSWORD" in pbm.text(reply)
-    assert "a back end exited" in pbm.serve_log()
+    assert "back end 1 exited" in pbm.serve_log()
 
 
 def test_back_end_dies_with_the_listener(pbm):
-    wait_until(lambda: len(children(pbm.proc.pid)) == 1)
+    wait_until(lambda: len(children(pbm.proc.pid)) == 1 and len(children(pbm.proc.pid, http=True)) == 1)
     (back_end,) = children(pbm.proc.pid)
+    (http_side,) = children(pbm.proc.pid, http=True)
     pbm.stop(kill=True)  # SIGKILL: no chance to tell the back end
-    wait_until(lambda: not alive(back_end), timeout=10)
+    wait_until(lambda: not alive(back_end) and not alive(http_side), timeout=10)
     pbm.start()  # and a restart works on the same database
     assert "register HANDLE PASSWORD" in pbm.text(pbm.mail("dave@example.org", "pbm", "help"))
 
 
-def test_sigterm_stops_both(pbm):
-    wait_until(lambda: len(children(pbm.proc.pid)) == 1)
+def test_sigterm_stops_all(pbm):
+    wait_until(lambda: len(children(pbm.proc.pid)) == 1 and len(children(pbm.proc.pid, http=True)) == 1)
     (back_end,) = children(pbm.proc.pid)
+    (http_side,) = children(pbm.proc.pid, http=True)
     proc = pbm.proc
     pbm.stop()
     assert proc.returncode == 0
-    wait_until(lambda: not alive(back_end), timeout=10)
+    wait_until(lambda: not alive(back_end) and not alive(http_side), timeout=10)
 
 
 def test_several_back_ends_share_the_games_and_keep_each_games_order(make_server):

@@ -109,7 +109,7 @@ def test_every_server_module_imports_in_a_fresh_interpreter():
 
 
 #: pbm_server's packages, lowest first: each imports only its own modules and those of packages before it
-LAYERS = ["base", "store", "mail", "accounts", "play", "commands", "pipeline", "running"]
+LAYERS = ["base", "store", "mail", "accounts", "play", "commands", "pipeline", "web", "running"]
 
 
 def layer_of(module: str) -> str | None:
