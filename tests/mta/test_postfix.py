@@ -127,6 +127,7 @@ virtual   unix  -       n       n       -       -       virtual
 anvil     unix  -       -       n       -       1       anvil
 scache    unix  -       -       n       -       1       scache
 postlog   unix-dgram n  -       n       -       1       postlogd
+tlsmgr    unix  -       -       n       1000?   1       tlsmgr
 """
 
 # the submission service accepts any address of the players' domain and lets
@@ -135,7 +136,7 @@ SUBMIT_INSTANCE = "  -o smtpd_reject_unlisted_recipient=no\n"
 
 
 class Postfix:
-    def __init__(self, base: Path, binary: str, path: str, pbm_port: int, pbm_command: str):
+    def __init__(self, base: Path, binary: str, path: str, pbm_port: int, pbm_command: str, submit_options: str = ""):
         self.dir = base / "postfix"
         self.conf = self.dir / "conf"
         self.binary = binary
@@ -152,7 +153,8 @@ class Postfix:
         (self.conf / "main.cf").write_text(SITE_MAIN.format(**values) + INSTANCE_MAIN.format(**values))
         master = SITE_MASTER.format(**values) + INSTANCE_MASTER.format(**values)
         master = master.replace("  -o smtpd_recipient_restrictions=permit_mynetworks,reject\n",
-                                "  -o smtpd_recipient_restrictions=permit_mynetworks,reject\n" + SUBMIT_INSTANCE)
+                                "  -o smtpd_recipient_restrictions=permit_mynetworks,reject\n" + SUBMIT_INSTANCE
+                                + submit_options)
         (self.conf / "master.cf").write_text(master)
         (self.conf / "transport").write_text(SITE_TRANSPORT[path].format(**values))
         (self.conf / "mailboxes").write_text(f"ann@{PLAYERS} ann/\nbob@{PLAYERS} bob/\n{GM} gm/\n")
@@ -278,13 +280,15 @@ def base():
         shutil.rmtree(path, ignore_errors=True)
 
 
-def start_both(base: Path, path: str) -> tuple[PbmServer, Postfix]:
+def start_both(base: Path, path: str, process: bool = False, submit_options: str = "") -> tuple[PbmServer, Postfix]:
+    """``process``: `pbm serve` as a subprocess; ``submit_options``: more
+    ``-o`` lines for the submission service pbm relays through."""
     work = base / "server"
     work.mkdir()
-    pbm = PbmServer(work, domain=DOMAIN, gm_address=GM)
+    pbm = PbmServer(work, domain=DOMAIN, gm_address=GM, process=process)
     pbm.sink.stop()  # Postfix is the relay here
     postfix = Postfix(base, postfix_binary() or "", path, pbm.port,
-                      pipe_interpreter(base) if path == "pipe" else "/bin/false")
+                      pipe_interpreter(base) if path == "pipe" else "/bin/false", submit_options)
     pbm.env["PBM_RELAY"] = f"127.0.0.1:{postfix.submit}"
     pbm.env["PBM_RELAY_EHLO_NAME"] = f"pbm.{DOMAIN}"
     (base / "pbm.toml").write_text(f'database_url = "{pbm.db_url}"\ndomain = "{DOMAIN}"\n'
