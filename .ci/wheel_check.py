@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import zipfile
 from email.message import EmailMessage
 from pathlib import Path
@@ -102,7 +103,9 @@ def main() -> None:
         work.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith("PBM_") and k != "PYTHONPATH"}
         port = free_port()
-        env.update({"PBM_LISTEN": f"127.0.0.1:{port}", "PBM_DOMAIN": "pbm.localhost"})
+        http_port = free_port()
+        env.update({"PBM_LISTEN": f"127.0.0.1:{port}", "PBM_DOMAIN": "pbm.localhost",
+                    "PBM_HTTP_LISTEN": f"127.0.0.1:{http_port}"})
 
         step("the installed code is the wheel's, not the checkout's")
         where = run([str(venv / "bin/python"), "-c", "import pbm_server, games; print(pbm_server.__file__, games.__file__)"],
@@ -146,6 +149,22 @@ def main() -> None:
         for needle in ("register HANDLE PASSWORD", "help KIND", "g1"):
             if needle not in shown:
                 sys.exit(f"FAILED: the replies lack {needle!r}:\n{shown}")
+        step("its HTTP side answers /healthz and /metrics")
+
+        def http(path: str) -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}{path}", timeout=10) as resp:
+                return resp.read().decode()
+
+        def http_up() -> bool:
+            try:
+                return '"status":"ok"' in http("/healthz")
+            except OSError:
+                return False
+
+        wait_for(http_up, "/healthz")
+        metrics = http("/metrics")
+        if "pbm_inbox_waiting" not in metrics or "pbm_mail_handling_seconds_bucket" not in metrics:
+            sys.exit(f"FAILED: /metrics lacks the mail figures:\n{metrics[:2000]}")
         server.send_signal(signal.SIGTERM)
         code = server.wait(timeout=60)
         server = None

@@ -1001,7 +1001,7 @@ def _status_lines(st: QueueStatus, now: datetime) -> list[str]:
                  else "oldest reply not yet delivered: none, the outbox is delivered")
     r = st.relay
     accepted = f"last mail accepted {_ago(now, r.last_accepted_at)}" + (
-        f" (outbox {r.last_accepted_id})" if r.last_accepted_id else "")
+        f", outbox {r.last_accepted_id}" if r.last_accepted_id else "")
     lines.append(f"relay {r.relay}: {accepted}")
     if r.last_fault_at is not None:
         state = "FAILING NOW, mail is kept" if r.failing else "over, mail has gone out since"

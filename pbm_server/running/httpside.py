@@ -65,7 +65,8 @@ class HttpSide:
 
     def __init__(self, db: Database, sock: socket.socket):
         self.sock = sock
-        config = uvicorn.Config(make_app(db), log_config=None, access_log=False, lifespan="off",
+        self.app = make_app(db)
+        config = uvicorn.Config(self.app, log_config=None, access_log=False, lifespan="off",
                                 timeout_keep_alive=5, limit_concurrency=200, timeout_graceful_shutdown=5)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name="http", daemon=True)
@@ -77,6 +78,10 @@ class HttpSide:
             log.exception("the HTTP side stopped")
 
     def start(self) -> None:
+        try:  # the counters start here, not at the first scrape
+            self.app.state.metrics.refresh()
+        except Exception as exc:
+            log.warning("the HTTP side could not read the queues at its start: %s", exc)
         self.thread.start()
         host, port = self.sock.getsockname()[:2]
         log.info("HTTP side (/healthz, /metrics) on %s:%s", host, port)

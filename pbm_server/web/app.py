@@ -52,7 +52,10 @@ def make_app(db: Database) -> Starlette:
             return PlainTextResponse(f"database unavailable: {' '.join(str(exc).split())[:300]}\n", status_code=503)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    return Starlette(routes=[
+    app = Starlette(routes=[
         Route("/healthz", healthz, methods=["GET", "HEAD"]),
         Route("/metrics", metrics_page, methods=["GET"]),
     ])
+    #: the counters count from the HTTP side's start (HttpSide.start reads the rows once)
+    app.state.metrics = metrics
+    return app
