@@ -1,9 +1,13 @@
-"""Postfix as pbm's relay, at the edges (issue 27, items 2-4).
+"""Postfix as pbm's relay, at the edges (issue 27, items 2-4; item 1 is
+tests/mta/test_postfix_recipients.py).
 
 * The relay's certificate is not trusted (STARTTLS with a certificate of a CA
   pbm does not know): every reply waits, none is given up, the GM is told once
   (in the local Maildir: the relay is what fails); after the operator gives the
   relay a certificate pbm trusts, every reply is delivered, each once.
+* The relay requires STARTTLS and pbm is set to plain SMTP: Postfix's "530
+  Must issue a STARTTLS command first" is the relay's policy, not a verdict on
+  the mail: every reply waits until the setting is fixed.
 * A player's vacation program answers the server's replies with "Out of
   office" from the null sender, to the reply's return path: that is no bounce,
   so the player is never put on hold.
@@ -42,23 +46,43 @@ def write_chain(cert: trustme.LeafCert, path: Path) -> None:
     shutil.chown(path, "postfix")
 
 
-@pytest.fixture
-def tls_relay(base):
-    """Postfix whose submission service offers STARTTLS with a certificate from
-    a CA that pbm does not trust; pbm trusts another CA (SSL_CERT_FILE) and
-    relays with PBM_RELAY_TLS=starttls.  `pbm serve` runs as a subprocess:
-    OpenSSL reads SSL_CERT_FILE in the server's own process."""
+def relay_with_tls(base: Path, level: str, trusted_cert: bool, relay_tls: str):
+    """Postfix whose submission service offers STARTTLS (``level``: may, or
+    encrypt: STARTTLS required) with a certificate from the CA pbm trusts
+    (SSL_CERT_FILE) or from one it does not; pbm relays with
+    PBM_RELAY_TLS=``relay_tls``.  `pbm serve` runs as a subprocess: OpenSSL
+    reads SSL_CERT_FILE in the server's own process."""
     trusted, stranger = trustme.CA(), trustme.CA()
     ca_file = base / "trusted-ca.pem"
     trusted.cert_pem.write_to_path(str(ca_file))
     chain = base / "relay-chain.pem"
-    write_chain(stranger.issue_cert("127.0.0.1"), chain)
-    options = f"  -o smtpd_tls_security_level=may\n  -o smtpd_tls_chain_files={chain}\n"
+    write_chain((trusted if trusted_cert else stranger).issue_cert("127.0.0.1"), chain)
+    options = (f"  -o smtpd_tls_security_level={level}\n  -o smtpd_tls_chain_files={chain}\n"
+               "  -o smtpd_tls_loglevel=1\n")
     pbm, postfix = mta.start_both(base, "smtp", process=True, submit_options=options)
-    pbm.env.update({"PBM_RELAY_TLS": "starttls", "SSL_CERT_FILE": str(ca_file)})
+    pbm.env.update({"PBM_RELAY_TLS": relay_tls, "SSL_CERT_FILE": str(ca_file)})
+    return pbm, postfix, trusted, chain
+
+
+@pytest.fixture
+def tls_relay(base):
+    """A relay with a certificate pbm does not trust."""
+    pbm, postfix, trusted, chain = relay_with_tls(base, "may", trusted_cert=False, relay_tls="starttls")
     try:
         pbm.start()
         yield pbm, postfix, trusted, chain
+    finally:
+        pbm.close()
+        postfix.stop()
+
+
+@pytest.fixture
+def tls_required_relay(base):
+    """A relay that requires STARTTLS, and pbm set to plain SMTP."""
+    pbm, postfix, _, _ = relay_with_tls(base, "encrypt", trusted_cert=True, relay_tls="none")
+    try:
+        pbm.start()
+        yield pbm, postfix
     finally:
         pbm.close()
         postfix.stop()
@@ -134,3 +158,29 @@ def test_a_vacation_auto_reply_through_postfix_is_no_bounce(smtp_path):
     postfix.send(ANN, f"pbm@{mta.DOMAIN}", mta.message(ANN, f"pbm@{mta.DOMAIN}", "help"))
     assert len(postfix.wait_mail("ann", 4)) == 4
     assert "on hold" not in pbm.cli("mail", "status").stdout
+
+
+@pytest.mark.process
+def test_a_relay_that_requires_starttls_keeps_every_mail_until_the_setting_is_fixed(tls_required_relay):
+    """Postfix answers "530 Must issue a STARTTLS command first": the relay's
+    policy, not a verdict on the mail.  Every reply waits (none fails), the GM
+    is told once in the Maildir; with PBM_RELAY_TLS=starttls and a restart,
+    each goes out once."""
+    pbm, postfix = tls_required_relay
+    for sender in (ANN, BOB):
+        postfix.send(sender, f"pbm@{mta.DOMAIN}", mta.message(sender, f"pbm@{mta.DOMAIN}", "help"))
+    wait_until(lambda: pbm.sql("SELECT count(*) FROM outbox WHERE kind LIKE 'reply%' AND attempts > 0")[0][0] == 2,
+               timeout=60, what="each reply tried")
+    assert {s for (s,) in pbm.sql("SELECT status FROM outbox")} == {"pending"}
+    error = pbm.sql("SELECT detail FROM audit_log WHERE action = 'relay fails'")[0][0]
+    assert "530" in error and "STARTTLS" in error, error
+    assert len(list(mailbox.Maildir(pbm.tmp / "maildir", create=False))) == 1
+    pbm.stop()
+    pbm.env["PBM_RELAY_TLS"] = "starttls"
+    pbm.start()
+    replies = postfix.wait_mail("ann", 1, timeout=90) + postfix.wait_mail("bob", 1, timeout=90)
+    wait_until(lambda: pbm.sql("SELECT count(*) FROM outbox WHERE status != 'sent'")[0][0] == 0, timeout=60,
+               what="every outbox row sent")
+    assert len(postfix.maildir("ann")) == 1 and len(postfix.maildir("bob")) == 1 and len(replies) == 2
+    # and they went over TLS
+    assert any("TLS connection established from" in ln for ln in postfix.log().splitlines())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,7 +19,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.harness import PbmServer, free_port
+from tests.harness import ROOT, PbmServer, free_port
 
 
 def get(port: int, path: str, timeout: float = 20) -> tuple[int, str, str]:
@@ -129,6 +130,11 @@ def test_a_stuck_queue_shows_in_the_gauges_and_in_mail_status(pbm_stopped: PbmSe
     assert "relay last fault" in text and "FAILING NOW, mail is kept" in text
     assert "Connection refused" in text or "connect" in text.lower(), text
     assert "retrying outbox" in text and "ann@example.org" in text
+    # the README's operator section shows this output as it is
+    readme = (ROOT / "README.md").read_text()
+    for line in text.splitlines():
+        shape = re.split(r"\d", line)[0]
+        assert shape in readme, f"README.md does not show a line like {line!r}"
     status = json.loads(pbm.cli("mail", "status", "--json").stdout)
     assert status["outbox"] == {"pending": 1} and status["inbox"] == {"done": 1}
     assert status["relay"]["failing"] is True and status["relay"]["last_accepted_at"] is None
