@@ -27,7 +27,7 @@ setup(
     packages=find_packages(include=["pbm_server", "pbm_server.*", "games", "games.*"]) + sorted(MAPPED),
     package_dir=MAPPED,
     package_data={
-        **{name: ["*.txt", "*.html"] for name in MAPPED if name.startswith("pbm_server.templates")},
+        **{name: ["*.txt", "*.html", "*.css", "*.xml"] for name in MAPPED if name.startswith("pbm_server.templates")},
         "pbm_server.migrations": ["script.py.mako"],
     },
 )

@@ -17,6 +17,7 @@ import time
 
 import uvicorn
 
+from pbm_server.base.settings import Settings
 from pbm_server.store.db import Database
 from pbm_server.web.app import make_app
 
@@ -63,9 +64,9 @@ def bind(host: str, port: int, setting: str = "PBM_HTTP_LISTEN") -> socket.socke
 class HttpSide:
     """uvicorn serving the app on a socket already listening, in a thread."""
 
-    def __init__(self, db: Database, sock: socket.socket):
+    def __init__(self, db: Database, settings: Settings, sock: socket.socket):
         self.sock = sock
-        self.app = make_app(db)
+        self.app = make_app(db, settings)
         config = uvicorn.Config(self.app, log_config=None, access_log=False, lifespan="off",
                                 timeout_keep_alive=5, limit_concurrency=200, timeout_graceful_shutdown=5)
         self.server = uvicorn.Server(config)
@@ -84,7 +85,7 @@ class HttpSide:
             log.warning("the HTTP side could not read the queues at its start: %s", exc)
         self.thread.start()
         host, port = self.sock.getsockname()[:2]
-        log.info("HTTP side (/healthz, /metrics) on %s:%s", host, port)
+        log.info("HTTP side (game pages, /healthz, /metrics) on %s:%s", host, port)
 
     def stop(self) -> None:
         self.server.should_exit = True

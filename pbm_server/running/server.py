@@ -311,7 +311,7 @@ class Server:
             assert where is not None
             self.http_sock = bind(*where)
         if "http" in self.local_parts:
-            self.http = HttpSide(self.db, self.http_sock)
+            self.http = HttpSide(self.db, self.settings, self.http_sock)
 
     def start(self) -> None:
         self._open_http()
