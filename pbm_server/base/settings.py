@@ -43,6 +43,12 @@ def _host_port(value: str) -> str | None:
     return None
 
 
+def _url(value: str) -> str | None:
+    if value == "" or re.match(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[^\s?#]*)?$", value):
+        return None
+    return "expected an http(s) URL such as https://pbm.example.org (no query), or empty"
+
+
 def _optional_host_port(value: str) -> str | None:
     return None if value == "" else _host_port(value)
 
@@ -154,6 +160,10 @@ class Settings:
     http_listen: str = _setting(
         "127.0.0.1:8080", "HOST:PORT of the HTTP side (/healthz, /metrics, the game pages); empty: no HTTP side",
         _optional_host_port,
+    )
+    public_url: str = _setting(
+        "", "the HTTP side as players reach it (e.g. https://pbm.example.org, behind a reverse proxy): links in "
+        "mails start with it; empty: http://PBM_HTTP_LISTEN", _url,
     )
     relay_ehlo_name: str = _setting(
         "", "the name the server gives in EHLO to the relay (fully qualified); empty: PBM_DOMAIN", _ehlo_name

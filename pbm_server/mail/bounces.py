@@ -38,7 +38,6 @@ import hashlib
 import hmac
 import logging
 import re
-import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -50,15 +49,14 @@ from email.utils import parseaddr
 from typing import Protocol
 
 from sqlalchemy import bindparam, func, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from pbm_server.base import clock, logs
 from pbm_server.base.settings import Settings
 from pbm_server.mail.headers import clean_text
 from pbm_server.store.db import Database
-from pbm_server.store.lookup import account_by_email, audit
-from pbm_server.store.models import Bounce, Game, MailHold, Membership, OutboundMail, ServerSecret, table
+from pbm_server.store.lookup import account_by_email, audit, server_key
+from pbm_server.store.models import Bounce, Game, MailHold, Membership, OutboundMail, table
 
 log = logging.getLogger(__name__)
 
@@ -82,17 +80,8 @@ KEY_NAME = "bounce_key"
 
 def read_key(session: Session) -> bytes:
     """The HMAC key of the return paths (made by migration 0008; made here if
-    someone removed it, the first writer winning)."""
-    value = session.scalar(select(ServerSecret.value).where(ServerSecret.name == KEY_NAME))
-    if value is None:
-        try:
-            with session.begin_nested():
-                session.add(ServerSecret(name=KEY_NAME, value=secrets.token_hex(32), created_at=clock.now()))
-        except IntegrityError:
-            pass
-        value = session.scalar(select(ServerSecret.value).where(ServerSecret.name == KEY_NAME))
-    assert value is not None
-    return bytes.fromhex(value)
+    someone removed it)."""
+    return server_key(session, KEY_NAME)
 
 
 def token(key: bytes, outbox_id: int) -> str:

@@ -3,15 +3,18 @@ audit log every operation writes to."""
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.names import name_key
-from pbm_server.store.models import Account, AuditEntry, Game, Membership, table
+from pbm_server.base import clock
+from pbm_server.store.models import Account, AuditEntry, Game, Membership, ServerSecret, table
 
 
 def audit(
@@ -19,6 +22,21 @@ def audit(
 ) -> None:
     """One line of the audit log: who did what, when, to which game."""
     session.add(AuditEntry(at=now, actor=actor, game_id=game.id if game else game_id, action=action, detail=detail))
+
+
+def server_key(session: Session, name: str) -> bytes:
+    """A 256-bit key the server made for itself (``server_secrets``): made on
+    first use, the first writer winning; never mailed, never shown."""
+    value = session.scalar(select(ServerSecret.value).where(ServerSecret.name == name))
+    if value is None:
+        try:
+            with session.begin_nested():
+                session.add(ServerSecret(name=name, value=secrets.token_hex(32), created_at=clock.now()))
+        except IntegrityError:
+            pass
+        value = session.scalar(select(ServerSecret.value).where(ServerSecret.name == name))
+    assert value is not None
+    return bytes.fromhex(value)
 
 
 def find_game(session: Session, name: str) -> Game | None:

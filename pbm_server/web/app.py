@@ -131,6 +131,19 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         body = env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data)
         return Response(body, media_type="application/atom+xml")
 
+    def own(request: Request) -> Response:
+        handle, name = request.path_params["handle"], request.path_params["name"]
+        token = request.query_params.get("k", "")
+        data = read(pages.own_page, composer, handle, name, token) if composer is not None else None
+        if data is None:
+            return PlainTextResponse(
+                "This link does not open a game any more: it has expired, or the password changed since it was "
+                f"sent. Mail 'status {name}' to pbm@{domain} for a new one.\n", status_code=403,
+                headers=SECURITY_HEADERS)
+        response = html("web/own.html", data, f"/games/{data['name']}.json")
+        response.headers["Cache-Control"] = "private, no-store"
+        return response
+
     def style(request: Request) -> Response:
         return Response(stylesheet, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
@@ -142,6 +155,7 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         Route("/games/{name}", game, methods=["GET", "HEAD"]),
         Route("/games/{name}/turns/{turn}", turn, methods=["GET", "HEAD"]),
         Route("/games/{name}/feed.atom", feed, methods=["GET"]),
+        Route("/me/{handle}/{name}", own, methods=["GET", "HEAD"]),
         Route("/static/pbm.css", style, methods=["GET"]),
     ])
     #: the counters count from the HTTP side's start (HttpSide.start reads the rows once)

@@ -18,7 +18,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
+from pbm_server.accounts import links
+from pbm_server.base import clock
 from pbm_server.mail.compose import Composer
+from pbm_server.play import views
 from pbm_server.play.seeds import seed_hash
 from pbm_server.store.models import Game, Snapshot
 
@@ -113,3 +116,21 @@ def turn_page(session: Session, name: str, turn: int) -> dict[str, Any] | None:
         # a report that differed per player (hidden faces, own holdings) is never public
         "report": snap.report,
     }
+
+
+def own_page(session: Session, composer: Composer, handle: str, name: str, token: str) -> dict[str, Any] | None:
+    """A player's own view of a game through a signed link (accounts/links.py),
+    or None when the link does not open it."""
+    game = session.scalar(select(Game).where(func.lower(Game.name) == name.lower()))
+    if game is None:
+        return None
+    account = links.check(session, "view", handle, game.name, token, clock.now())
+    if account is None:
+        return None
+    sections = []
+    for section in views.status(session, game, account):
+        title, text, html = composer.section(section, game.kind)
+        sections.append({"title": title, "text": text, "html": html})
+    expires = token.partition(".")[0]
+    return {"name": game.name, "handle": account.handle, "sections": sections,
+            "expires": datetime.fromtimestamp(int(expires)).isoformat()}

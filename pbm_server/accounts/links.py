@@ -1,0 +1,83 @@
+"""Signed links: a player's own view of a game on the web, and their mail
+settings, without a password ever going over HTTP.
+
+A link names its purpose, the account and the game, and when it expires;
+its signature is an HMAC (key ``link_key`` in ``server_secrets``) over those
+and over a fingerprint of the account's password hash, so a link dies when
+the password changes (a player who thinks a link leaked changes the password)
+and when it expires (LIFETIME after it was made).  A tampered link, one for
+another account or game, and an expired one are all refused alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from pbm_server.store.lookup import account_by_handle, server_key
+from pbm_server.store.models import Account
+
+KEY_NAME = "link_key"
+#: how long a link in a mail works: a season of weekly turns
+LIFETIME = timedelta(days=120)
+#: what a link may open
+PURPOSES = ("view", "settings")
+
+
+@dataclass(frozen=True)
+class Link:
+    purpose: str
+    handle: str
+    game: str
+    expires: int  # seconds since the epoch
+    mac: str
+
+    @property
+    def token(self) -> str:
+        return f"{self.expires}.{self.mac}"
+
+
+def _mac(key: bytes, purpose: str, handle_key: str, game: str, expires: int, password_hash: str) -> str:
+    fingerprint = hashlib.sha256(password_hash.encode()).hexdigest()[:32]
+    message = f"{purpose}|{handle_key}|{game.lower()}|{expires}|{fingerprint}".encode()
+    digest = hmac.new(key, message, hashlib.sha256).digest()[:18]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def make(session: Session, account: Account, purpose: str, game: str, now: datetime) -> Link:
+    assert purpose in PURPOSES
+    expires = int((now + LIFETIME).timestamp())
+    mac = _mac(server_key(session, KEY_NAME), purpose, account.handle_key, game, expires, account.password_hash)
+    return Link(purpose, account.handle, game.lower(), expires, mac)
+
+
+def check(session: Session, purpose: str, handle: str, game: str, token: str, now: datetime) -> Account | None:
+    """The account a link opens, or None (tampered, expired, for another
+    account or game, or signed before the password last changed)."""
+    stamp, _, mac = token.partition(".")
+    if not stamp.isdigit() or len(stamp) > 12 or not mac or len(mac) > 40 or purpose not in PURPOSES:
+        return None
+    expires = int(stamp)
+    if expires < now.timestamp():
+        return None
+    account = account_by_handle(session, handle)
+    if account is None:
+        return None
+    wanted = _mac(server_key(session, KEY_NAME), purpose, account.handle_key, game, expires, account.password_hash)
+    return account if hmac.compare_digest(wanted, mac) else None
+
+
+def base_url(public_url: str, http_listen: str) -> str:
+    """Where the HTTP side is reached from outside: PBM_PUBLIC_URL, or by
+    default the HTTP side's own address."""
+    return (public_url or f"http://{http_listen}").rstrip("/")
+
+
+def url(base: str, link: Link) -> str:
+    path = "me" if link.purpose == "view" else "settings"
+    return f"{base}/{path}/{link.handle}/{link.game}?k={link.token}"

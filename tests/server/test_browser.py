@@ -1,0 +1,126 @@
+"""The game pages in a real browser: Debian's Chromium driven by its
+ChromeDriver (Selenium), against the real server's HTTP side.
+
+Installed by .ci/chromium-install (packages chromium and chromium-driver);
+skipped where they are absent.  Screenshots of each page at 1280 and 375 px
+wide go to PBM_SCREENSHOTS (docs/web.md shows a set) or the test's own
+directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from pbm_server.accounts import links
+from pbm_server.store.db import Database
+from pbm_server.store.lookup import account_by_handle
+from tests.harness import PbmServer
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+WIDTHS = (1280, 375)
+START = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def browser():
+    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
+        pytest.skip("Chromium and its driver are absent (install them with .ci/chromium-install)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,900", "--hide-scrollbars"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shots(driver, name: str, where: Path) -> None:
+    """The page as it is, at each width: the whole page's height."""
+    where.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        driver.set_window_size(width, 900)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(width, min(max(int(height), 400), 4000))
+        driver.save_screenshot(str(where / f"{name}-{width}.png"))
+    driver.set_window_size(1280, 900)
+
+
+def signed_link(pbm: PbmServer, handle: str, game: str, now: datetime) -> str:
+    db = Database(pbm.db_url)
+    try:
+        with db.write() as s:
+            account = account_by_handle(s, handle)
+            assert account is not None
+            link = links.make(s, account, "view", game, now)
+    finally:
+        db.dispose()
+    return links.url(f"http://127.0.0.1:{pbm.http_port}", link)
+
+
+def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, browser, tmp_path):
+    pbm = pbm_stopped
+    pbm.set_clock(START)
+    pbm.start()
+    where = Path(os.environ.get("PBM_SCREENSHOTS") or tmp_path / "screenshots")
+    pbm.cli("game", "new", "giveaway", "ring1")
+    for handle in ("ann", "bob", "cat"):
+        pbm.register(handle, f"{handle}-pass-1")
+        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
+    pbm.run_turn("ring1")
+    reply = pbm.mail("ann@example.org", "ring1", "GIVE 3 TO bob\n$$ann-pass-1$$")
+    assert "GIVE 3 TO bob" in pbm.text(reply)
+    base = f"http://127.0.0.1:{pbm.http_port}"
+
+    # the list of games, then a click into the game
+    browser.get(base + "/")
+    assert browser.title == "Games at pbm.test"
+    shots(browser, "games", where)
+    browser.find_element("link text", "ring1").click()
+    assert browser.current_url == base + "/games/ring1"
+    heading = browser.find_element("tag name", "h1").text
+    assert heading.startswith("ring1") and "Giveaway" in heading
+    board = browser.find_element("css selector", "section.board").text
+    assert "ann" in board and "bob" in board and "cat" in board
+    assert "GIVE 3 TO bob" not in browser.page_source  # ann's held order is hers alone
+    # the stylesheet applied (not the browser's defaults): the deadline band has its colour
+    band = browser.find_element("css selector", "p.next")
+    assert band.value_of_css_property("border-left-style") == "solid"
+    shots(browser, "game", where)
+    browser.find_element("link text", "1").click()
+    assert "round 1" in browser.find_element("tag name", "h1").text
+    shots(browser, "turn", where)
+
+    # ann's signed link shows her own view: her held order included
+    link = signed_link(pbm, "ann", "ring1", START)
+    browser.get(link)
+    assert "as ann sees it" in browser.find_element("tag name", "h1").text
+    assert "GIVE 3 TO bob" in browser.find_element("tag name", "main").text
+    shots(browser, "own", where)
+    # tampered, for another player, or expired: refused alike
+    token = link.rsplit("k=", 1)[1]
+    for bad in (link[:-2] + ("AA" if not link.endswith("AA") else "BB"), link.replace("/me/ann/", "/me/bob/"),
+                base + "/me/ann/ring1?k=" + token.split(".")[0] + ".x"):
+        browser.get(bad)
+        assert "does not open a game" in browser.find_element("tag name", "body").text, bad
+        assert "GIVE 3 TO bob" not in browser.page_source
+    pbm.set_clock(START + links.LIFETIME + timedelta(minutes=1))
+    browser.get(link)
+    assert "does not open a game" in browser.find_element("tag name", "body").text
+    # a password change voids every link made before it
+    pbm.set_clock(START + timedelta(hours=1))
+    browser.get(link)
+    assert "as ann sees it" in browser.find_element("tag name", "h1").text
+    pbm.mail("ann@example.org", "pbm", "password ann ann-pass-1 ann-pass-2")
+    pbm.secrets.add("ann-pass-2")
+    browser.get(link)
+    assert "does not open a game" in browser.find_element("tag name", "body").text
