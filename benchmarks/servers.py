@@ -175,6 +175,10 @@ class PbmServe:
                 "PBM_MAILDIR": str(tmp / "maildir"),
                 # thousands of mails from a few thousand senders: no hourly cap
                 "PBM_REPLY_LIMIT_PER_HOUR": "1000000",
+                # ... all at example.org and without a password (help): no budget
+                # for unproven mail either, per domain or in all (pipeline/reply.py)
+                "PBM_UNAUTHENTICATED_REPLIES_PER_DOMAIN_PER_HOUR": "1000000",
+                "PBM_UNAUTHENTICATED_REPLIES_PER_HOUR": "1000000",
                 # the load comes from one address (127.0.0.1) with more
                 # sessions at once than the default per-client cap of 20
                 "PBM_SMTP_MAX_SESSIONS_PER_CLIENT": "1000",

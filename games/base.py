@@ -520,6 +520,48 @@ class Rules(Generic[MailT]):
         names it in the Subject.  None (the default): the game's one thread."""
         return None
 
+    def scores(self, state: State) -> list[tuple[str, int]]:
+        """Every player's score in ``state`` as all players may see it (the
+        ``summary`` of a game lists it for each turn), highest first; []:
+        the game keeps no public score."""
+        return []
+
+    def order_template(self, state: State, handle: str, last: list[str]) -> list[str] | None:
+        """The order lines ``handle`` gets at the end of each turn report, to
+        edit and send back (``state``: the game after the turn; ``last``: the
+        orders they gave for the turn just run).  None: no template."""
+        return None
+
+    def replace_player(self, state: State, old: str, new: str) -> State:
+        """``state`` with the position of player ``old`` handed to the
+        handle ``new`` (``pbm game replace``).  The default renames every
+        mapping key and every string equal to ``old`` (either exactly or,
+        for keys, without regard to case); a game that keeps the handle in
+        other shapes overrides it.  Returns a new state."""
+        renamed: State = _renamed(state, old, new)
+        return renamed
+
     def help_text(self) -> str:
         """Rules summary and command syntax, for ``help KIND``."""
         return self.summary
+
+
+def _renamed(value: Any, old: str, new: str) -> Any:
+    """``value`` (JSON data) with ``old`` renamed ``new`` in keys and strings."""
+    if isinstance(value, dict):
+        return {_key(k, old, new): _renamed(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, old, new) for v in value]
+    if isinstance(value, str) and value == old:
+        return new
+    if isinstance(value, str) and value == old.casefold():
+        return new.casefold()
+    return value
+
+
+def _key(k: str, old: str, new: str) -> str:
+    if k == old:
+        return new
+    if k.casefold() == old.casefold():
+        return new.casefold() if k == k.casefold() else new
+    return k

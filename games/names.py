@@ -79,9 +79,11 @@ def _prototypes() -> dict[str, str]:
 
 
 def skeleton(name: str) -> str:
-    """UTS #39 skeleton: NFD, each character to its prototype, NFD."""
+    """UTS #39 skeleton: NFD, each character to its prototype, NFD; compatibility
+    forms folded first (NFKC: fullwidth ``ｂｄ`` is ``bd``, ``ﬁ`` is ``fi``), which
+    the confusables data leaves out for many of them."""
     table = _prototypes()
-    nfd = unicodedata.normalize("NFD", name)
+    nfd = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", name))
     return unicodedata.normalize("NFD", "".join(table.get(ch, ch) for ch in nfd))
 
 
@@ -100,3 +102,65 @@ def name_key(name: str) -> str:
 
 def looks_alike(a: str, b: str) -> bool:
     return name_key(a) == name_key(b)
+
+
+# -- names that speak with the server's voice ----------------------------------------------
+#: a player's name may not be one of these (in any look-alike spelling): it would
+#: sign press or lines as the server, its game master or its postmaster
+SERVER_NAMES = (
+    "gm", "gamemaster", "thegamemaster", "postmaster", "hostmaster", "webmaster", "pbm", "pbmserver", "server",
+    "theserver", "admin", "administrator", "root", "system", "sysop", "operator", "abuse", "mailerdaemon", "daemon",
+    "noreply", "donotreply", "moderator", "referee", "staff", "support", "all", "everyone", "nobody", "anonymous",
+    "press",
+)
+#: these are refused inside a longer name too (``TheRealGameMaster``); and a name may not start with ``pbm``
+_SERVER_PARTS = ("gamemaster", "postmaster", "hostmaster", "webmaster", "mailerdaemon", "administrator", "pbmserver")
+_SERVER_PREFIX = "pbm"
+#: digits written for letters (``G4meMaster``); 0 and 1 are folded by the skeleton already
+_LEET = str.maketrans({"4": "a", "3": "e", "5": "s", "7": "t", "8": "b", "9": "g", "$": "s", "@": "a"})
+_SEPARATORS = str.maketrans({c: None for c in " ._-+'"})
+
+
+def _server_key(name: str) -> str:
+    """``name`` as compared with SERVER_NAMES: compatibility forms folded,
+    separators out, trailing digits off (``server2``), digits read as the letters
+    they stand for, then the look-alike key."""
+    text = unicodedata.normalize("NFKC", strip_bidi(name)).translate(_SEPARATORS)
+    text = text.rstrip("0123456789") or text
+    return name_key(text.translate(_LEET))
+
+
+@lru_cache(maxsize=1)
+def _server_keys() -> tuple[dict[str, str], list[tuple[str, str]], str]:
+    exact = {_server_key(n): n for n in SERVER_NAMES}
+    parts = [(_server_key(n), n) for n in _SERVER_PARTS]
+    return exact, parts, _server_key(_SERVER_PREFIX)
+
+
+def imitates_server(name: str) -> str | None:
+    """The server name ``name`` looks like (``G4meMaster``: ``gamemaster``), or None."""
+    key = _server_key(name)
+    exact, parts, prefix = _server_keys()
+    if key in exact:
+        return exact[key]
+    for part_key, part in parts:
+        if part_key in key:
+            return part
+    if key.startswith(prefix):
+        return _SERVER_PREFIX
+    return None
+
+
+# -- handles in ASCII ----------------------------------------------------------------------
+#: letters that no accent mark makes: what each is written as in ASCII
+_ASCII_LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE",
+                                "ð": "d", "Ð": "D", "þ": "th", "Þ": "Th", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D",
+                                "ı": "i"})
+
+
+def ascii_spelling(name: str) -> str:
+    """``name`` written in ASCII letters, digits, ``.``, ``_`` and ``-``: accents
+    dropped (``zoë``: ``zoe``, ``Jürgen``: ``Jurgen``), ``ß`` as ``ss``, every
+    other character left out ("" if none is left)."""
+    decomposed = unicodedata.normalize("NFKD", strip_bidi(name).translate(_ASCII_LETTERS))
+    return "".join(ch for ch in decomposed if ch.isascii() and (ch.isalnum() or ch in "._-"))

@@ -302,6 +302,20 @@ class AgoraRules(Rules[AgoraMail]):
         return [f"{me.tokens} movement token{'s' if me.tokens != 1 else ''} left this week; "
                 "actions take effect when they arrive"]
 
+    def scores(self, state: State) -> list[tuple[str, int]]:
+        """Each character's points (the weekly report shows them to all)."""
+        points = state.get("points") or {}
+        rows = [(h, int(points.get(h, 0) or 0)) for h in state.get("characters", {})]
+        return sorted(rows, key=lambda r: (-r[1], r[0].lower()))
+
+    def order_template(self, state: State, handle: str, last: list[str]) -> list[str] | None:
+        """Actions take effect when they arrive, so nothing is held: the
+        template is the actions that suit the character where it stands
+        (view.order_template), to edit and send back."""
+        world = load(state)
+        me = world.characters.get(handle)
+        return None if me is None else view.order_template(me)
+
     def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
         """The weekly report, which is the public record of the game (rule
         2). A reply to one player's action (their dice, a transfer they

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.agora_rpg.model import World
+from games.agora_rpg.model import HEALER, TOWN_SQUARE, Character, World, dungeon, dungeon_level
 from games.base import Context, Section
 
 
@@ -48,3 +48,18 @@ def describe_options(world: World) -> list[str]:
         + ("down to twice the factor" if o.get("token_cap") == "double" else "down to the factor (rule 40)"),
         "weekly points budget for exchanged gold: " + ("no limit" if budget is None else str(budget)),
     ]
+
+
+def order_template(me: Character) -> list[str]:
+    """The actions that suit ``me`` where it stands, as lines to send back
+    (the weekly report's order template): fight or flee a monster, heal when
+    hurt, explore a dungeon level, or go down into the dungeon."""
+    here = me.location
+    if me.monster is not None:
+        return ["ATTACK"]
+    if me.health < me.max_health:
+        return ["HEAL"] if here == HEALER else [f"MOVE {here} -> {HEALER}"]
+    level = dungeon_level(here)
+    if level is not None:
+        return ["EXPLORE"]
+    return [f"MOVE {here} -> {dungeon(1) if here == TOWN_SQUARE else TOWN_SQUARE}"]

@@ -75,6 +75,9 @@ class Board:
     subscribers: list[str] = field(default_factory=list)
     started: str = ""
     ended: str = ""  # ISO time the board finished or was declined; "" while active (or unknown)
+    clock: int = 0  # the move clock in minutes (clock.py); 0: none
+    clock_since: str = ""  # ISO time the clock of the player to move started
+    reminded: bool = False  # the player to move was reminded of the clock
 
     @property
     def active(self) -> bool:
@@ -120,6 +123,8 @@ class Board:
             "status": self.status, "winner": self.winner, "reason": self.reason,
             "draw_offer": self.draw_offer, "subscribers": list(self.subscribers),
             "started": self.started, "ended": self.ended,
+            **({"clock": self.clock, "clock_since": self.clock_since, "reminded": self.reminded}
+               if self.clock else {}),
         }
 
     @classmethod
@@ -133,6 +138,8 @@ class Board:
             reason=d.get("reason", ""), draw_offer=d.get("draw_offer"),
             subscribers=list(d.get("subscribers", [])), started=d.get("started", ""),
             ended=d.get("ended") or "",
+            clock=int(d.get("clock") or 0), clock_since=str(d.get("clock_since") or ""),
+            reminded=bool(d.get("reminded", False)),
         )
 
     @property
@@ -173,10 +180,36 @@ class Board:
 
 
 @dataclass
+class OpenChallenge:
+    """A challenge waiting for an opponent (``curio challenge USERID``, listed
+    by ``curio open``, taken by ``curio accept N``)."""
+
+    number: int
+    by: str  # the challenger's handle: they play Light and move first
+    options: dict[str, Any]  # the -options given (as curio challenge parsed them)
+    clock: int  # the move clock of the board it will start (minutes; 0: none)
+    since: str  # ISO time
+
+    def to_json(self) -> dict[str, Any]:
+        return {"number": self.number, "by": self.by, "options": dict(self.options), "clock": self.clock,
+                "since": self.since}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> OpenChallenge:
+        return cls(int(d["number"]), str(d["by"]), dict(d.get("options") or {}), int(d.get("clock") or 0),
+                   str(d.get("since") or ""))
+
+
+@dataclass
 class CurioState:
     defaults: Setup = field(default_factory=Setup)
     next_board: int = FIRST_BOARD
     boards: dict[int, Board] = field(default_factory=dict)
+    #: the default move clock of a new board (minutes; the game option ``clock``)
+    clock: int = 0
+    #: challenges waiting for an opponent, and the number of the next one
+    open_challenges: list[OpenChallenge] = field(default_factory=list)
+    next_open: int = 1
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -184,17 +217,21 @@ class CurioState:
             "defaults": dataclasses.asdict(self.defaults),
             "next_board": self.next_board,
             "boards": {str(n): b.to_json() for n, b in sorted(self.boards.items())},
+            **({"clock": self.clock} if self.clock else {}),
+            **({"open": [c.to_json() for c in self.open_challenges], "next_open": self.next_open} if self.next_open > 1 else {}),
         }
 
     @classmethod
     def from_state(cls, d: dict[str, Any]) -> CurioState:
         boards = {int(k): Board.from_json(v) for k, v in d.get("boards", {}).items()}
         nxt = int(d.get("next_board", FIRST_BOARD))
-        return cls(Setup.from_dict(d.get("defaults", {})), max([nxt, *(n + 1 for n in boards)]), boards)
+        return cls(Setup.from_dict(d.get("defaults", {})), max([nxt, *(n + 1 for n in boards)]), boards,
+                   clock=int(d.get("clock") or 0), open_challenges=[OpenChallenge.from_json(c) for c in d.get("open") or []],
+                   next_open=int(d.get("next_open") or 1))
 
     def players(self) -> list[str]:
         names = {b.handle(s) for b in self.boards.values() if b.active for s in (LIGHT, DARK)}
         return sorted(names, key=str.casefold)
 
 
-__all__ = ["FIRST_BOARD", "Board", "CurioState", "same_handle"]
+__all__ = ["FIRST_BOARD", "Board", "CurioState", "OpenChallenge", "same_handle"]

@@ -48,6 +48,9 @@ def rule_book(summary: str, opts: Sequence[Option]) -> str:
         *((f"-face_{f}" + (" (default)" if f == std.face else ""), FACE_WORDS[f]) for f in FACES),
         (f"-draw_moves=N (default {std.draw_moves})", "moves in a row without a capture that draw the "
          "game (0: never)"),
+        ("-clock=2d", "a move clock: the player to move has that long for each move (d, h, m; 1h to 60d); "
+         "a reminder comes when a quarter is left, and when it runs out the other player wins on time "
+         "(at once, or by curio claim)"),
     ]
     return document(
         para(summary),

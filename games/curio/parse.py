@@ -1,6 +1,9 @@
 """Parsing curio's pbmserv-style command lines (syntax only; never raises).
 
     curio challenge [-options] <userid1> <userid2>
+    curio challenge [-options] <userid>   (an open challenge: waits for anyone)
+    curio open                   /  curio accept <n>  /  curio cancel <n>
+    curio claim <board> <userid> <password>   (a win on time: the clock ran out)
     curio move <board> <userid> <password> <from>-<to>[#<move number>]
     curio move <board> <userid> <password> resign|propose|accept|reject   (pbmserv)
     curio resign <board> <userid> <password>
@@ -24,10 +27,12 @@ import re
 from collections.abc import Callable
 
 from games.base import Command, Line
+from games.curio.clock import parse_clock
 from games.curio.model import CAPTURE_RULES
 
 USAGE = {
-    "challenge": "curio challenge [-options] <userid1> <userid2>, e.g. curio challenge -rows=6 alice bob",
+    "challenge": "curio challenge [-options] <userid1> <userid2>, e.g. curio challenge -rows=6 -clock=2d alice bob "
+                 "(one userid, your own: an open challenge that waits in 'curio open' for anyone to accept)",
     "move": "curio move <board> <userid> <password> <from>-<to>[#<move number>] (or resign, "
             "propose, accept, reject in place of the move), e.g. curio move 101 alice PASSWORD d2-d4#1",
     "resign": "curio resign <board> <userid> <password>, e.g. curio resign 101 alice PASSWORD",
@@ -42,6 +47,11 @@ USAGE = {
     "subscribe": "curio subscribe <board>, e.g. curio subscribe 101",
     "unsubscribe": "curio unsubscribe <board>, e.g. curio unsubscribe 101",
     "boards": "curio boards",
+    "open": "curio open (the challenges waiting for an opponent)",
+    "accept": "curio accept <n> (take open challenge n from 'curio open'), e.g. curio accept 1",
+    "cancel": "curio cancel <n> (take back your open challenge n), e.g. curio cancel 1",
+    "claim": "curio claim <board> <userid> <password> (the win when your opponent's move clock has run out), "
+             "e.g. curio claim 101 alice PASSWORD",
 }
 #: the answer to LEAVE in a curio game: there is none, a board is resigned
 LEAVE_REFUSAL = (
@@ -64,7 +74,7 @@ FLAGS: dict[str, tuple[str, object]] = {
     "face_random": ("face", "random"),
     **{f"capture_{code}": ("capture", code) for code in CAPTURE_RULES},
 }
-CREDENTIALS = ("move", "resign", "draw", "showas")
+CREDENTIALS = ("move", "resign", "draw", "showas", "claim")
 VALUED = ("base", "rows", "cols", "num_pieces", "draw_moves")
 OPTION_LIST = "-" + ", -".join([f"{v}=N" for v in VALUED] + list(FLAGS))
 
@@ -143,6 +153,8 @@ def parse_line(line: Line) -> Command:
         return Command(line, "error", error="expected a curio command: " + ", ".join(USAGE))
     name = tl.words[0].lower()
     name = ALIASES.get(name, name)
+    if name in ("open", "accept", "cancel") and (name == "open" or len(tl.words) == 2):
+        return _open(line, tl, name)
     if name in DRAW_ACTIONS and name != "draw":
         # "curio accept 101 bob PASSWORD" is read as "curio draw 101 bob PASSWORD accept"
         words = ["draw", *tl.words[1:4], name]
@@ -186,12 +198,12 @@ def parse_line(line: Line) -> Command:
         return Command(line, "move", {"board": board, "move": f"{m.group(1).lower()}-{m.group(2).lower()}",
                                       "number": number},
                        credentials=(args[1], args[2]), text=masked)
-    if name in ("resign",):
+    if name in ("resign", "claim"):
         if len(args) != 3:
             return bad(mask=(3,))
         board = _board(args[0])
         if board is None:
-            return bad("the word after resign must be the board number", (3,))
+            return bad(f"the word after {name} must be the board number", (3,))
         return Command(line, name, {"board": board}, credentials=(args[1], args[2]),
                        text=tl.masked(3))
     if name == "draw":
@@ -235,6 +247,19 @@ def parse_line(line: Line) -> Command:
         + " (e.g. " + USAGE["move"].split("e.g. ")[1] + ")"), text=tl.cut())
 
 
+def _open(line: Line, tl: _Line, name: str) -> Command:
+    """``curio open``, ``curio accept N``, ``curio cancel N``: the open challenges."""
+    if name == "open":
+        if len(tl.words) != 1:
+            return Command(line, "open", error=f"open takes nothing after it; expected {USAGE['open']}", text=tl.cut())
+        return Command(line, "open")
+    number = _board(tl.words[1])
+    if number is None:  # the word might be a password written in the wrong place
+        draw = f"; to accept a draw: {USAGE['draw']}" if name == "accept" else ""
+        return Command(line, f"{name}_open", error=f"expected {USAGE[name]}{draw}", text=tl.masked(1))
+    return Command(line, f"{name}_open", {"number": number})
+
+
 def _draw(line: Line, tl: _Line, words: list[str], masked: str) -> Command:
     args = words[1:]
     hidden = tl.masked(*_all_but_board(tl, "draw"))
@@ -268,7 +293,12 @@ def _challenge(line: Line, tl: _Line, args: list[str], bad: Callable[[str], Comm
         if not _:
             key, _, value = key.partition(":")
         key = key.lower()
-        if key in FLAGS and not value:
+        if key == "clock":
+            try:
+                options["clock"] = parse_clock(value)
+            except ValueError as exc:
+                return bad(str(exc))
+        elif key in FLAGS and not value:
             field, val = FLAGS[key]
             options[field] = val
         elif key in VALUED:
@@ -282,8 +312,8 @@ def _challenge(line: Line, tl: _Line, args: list[str], bad: Callable[[str], Comm
         else:
             return bad(f"unknown option {word!r} (options: {OPTION_LIST})")
         i += 1
-    if len(users) != 2:
-        return bad(f"name exactly two players, not {len(users)}")
-    if users[0].casefold() == users[1].casefold():
+    if len(users) not in (1, 2):
+        return bad(f"name two players (or only yourself, for an open challenge), not {len(users)}")
+    if len(users) == 2 and users[0].casefold() == users[1].casefold():
         return bad("the two players must be different")
     return Command(line, "challenge", {"options": options, "players": users}, accounts=list(users))

@@ -71,6 +71,8 @@ class Ratings:
 
     def __init__(self, boards: Iterable[Board]):
         self._by_key: dict[str, Rating] = {}
+        #: handle (casefolded) -> (board, the rating right after it), in the order rated
+        self._after: dict[str, list[tuple[Board, float]]] = {}
         self.boards = rated(boards)
         for board in self.boards:
             light, dark = self.of(board.light), self.of(board.dark)
@@ -89,10 +91,17 @@ class Ratings:
                     r.draws += 1
             self._by_key[board.light.casefold()] = light
             self._by_key[board.dark.casefold()] = dark
+            self._after.setdefault(board.light.casefold(), []).append((board, light.value))
+            self._after.setdefault(board.dark.casefold(), []).append((board, dark.value))
 
     def of(self, handle: str) -> Rating:
         """The player's rating (a new Rating at START for a player with no rated board)."""
         return self._by_key.get(handle.casefold()) or Rating(handle)
+
+    def history(self, handle: str) -> list[tuple[Board, float]]:
+        """The player's rating right after each of their rated boards, in the
+        order rated (the figures ``curio ratings`` showed after each one)."""
+        return list(self._after.get(handle.casefold(), []))
 
     def table(self) -> list[Rating]:
         """Every rated player, best first (ties by handle)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from games.base import (
@@ -23,8 +24,10 @@ from games.base import (
     choice,
     sender_handle,
 )
+from games.curio import clock as move_clock
 from games.curio import parse
-from games.curio.boards import FIRST_BOARD, Board, CurioState, same_handle
+from games.curio.boards import FIRST_BOARD, Board, CurioState, OpenChallenge, same_handle
+from games.curio.clock import parse_clock, show_clock, show_moment
 from games.curio.help import rule_book
 from games.curio.model import (
     CAPTURE_RULES,
@@ -48,6 +51,8 @@ from games.curio.view import board_data, board_text, games_text, history_text
 REGISTER_FIRST = NOT_REGISTERED
 #: new boards one mail may start: each one mails the other player
 MAX_CHALLENGES_PER_MAIL = 5
+#: open challenges one player may have waiting at once
+MAX_OPEN_PER_PLAYER = 3
 
 
 def _bool(text: str) -> bool:
@@ -82,6 +87,22 @@ class CurioMail(Mail):
         self.notices[key] = (side, lines, subject)
 
 
+def open_text(waiting: list[OpenChallenge]) -> str:
+    """``curio open``: the challenges waiting for an opponent."""
+    if not waiting:
+        return "No open challenge is waiting. Start one with: curio challenge [-options] YOURHANDLE"
+    lines = []
+    for c in waiting:
+        opts = " ".join(f"-{k}" if v is True else f"-no_{k}" if v is False else f"-{k}={v}"
+                        for k, v in sorted(c.options.items()))
+        clock = f", move clock {show_clock(c.clock)}" if c.clock else ""
+        lines.append(f"{c.number:>3}. {c.by} (plays Light){clock}, since {c.since[:16].replace('T', ' ')} UTC"
+                     + (f", options {opts}" if opts else ""))
+    lines.append("")
+    lines.append("Accept one with: curio accept N (with your $$password$$ in the mail); you play Dark.")
+    return "\n".join(lines)
+
+
 def rating_line(board: Board, ratings: Ratings | None) -> str:
     """``Ratings: alice 1516 (3 rated boards), bob 1500 (no rated boards yet).``"""
     if ratings is None:
@@ -113,16 +134,19 @@ class CurioRules(Rules[CurioMail]):
                choice(*FACES)),
         Option("capture", DEFAULT_SETUP.capture, "capture rule: " + ", ".join(CAPTURE_RULES), choice(*CAPTURE_RULES)),
         Option("draw_moves", DEFAULT_SETUP.draw_moves, "moves in a row without a capture that draw (0: never)", int),
+        Option("clock", 0, "default move clock of a new board, e.g. 2d or 36h (0: none; -clock=... in a "
+               "challenge overrides it)", parse_clock),
     )
 
     # -- life cycle -------------------------------------------------------------------
     def new_game(self, options: dict[str, Any], ctx: Context) -> State:
         values = self.option_values(options)
+        clock = int(values.pop("clock", 0) or 0)
         try:
             defaults = Setup(**values).validate()
         except (SetupError, TypeError) as e:
             raise GameError(f"curio options: {e}") from None
-        return dump(CurioState(defaults=defaults))
+        return dump(CurioState(defaults=defaults, clock=clock))
 
     def import_state(self, data: dict[str, Any]) -> State:
         return validated(data)
@@ -146,14 +170,15 @@ class CurioRules(Rules[CurioMail]):
         for (number, side), headlines in mail.sections.items():
             board = game.boards[number]
             data = board_data(board, side, headlines, ratings=rating_line(board, ratings))
+            data["clock"] = move_clock.clock_line(board)
             outcome.sections.append(Section(
                 title=f"Curio board {number}", template="board.txt", data=data))
         for (handle, number), (side, headlines, subject) in mail.notices.items():
             board = game.boards[number]
+            data = board_data(board, side, headlines, ratings=rating_line(board, ratings))
+            data["clock"] = move_clock.clock_line(board)
             outcome.notices.append(Notice(
-                to=[handle], subject=subject, template="board.txt",
-                data=board_data(board, side, headlines, ratings=rating_line(board, ratings)),
-                kind="report"))
+                to=[handle], subject=subject, template="board.txt", data=data, kind="report"))
         outcome.state = dump(game)
 
     def thread_of(self, item: Notice | Section | Command) -> tuple[str, str] | None:
@@ -211,7 +236,7 @@ class CurioRules(Rules[CurioMail]):
 
     # -- commands ---------------------------------------------------------------------
     def handle_challenge(self, mail: CurioMail, cmd: Command) -> str:
-        game, ctx, out = mail.game, mail.ctx, mail.outcome
+        game, ctx = mail.game, mail.ctx
         actor = ctx.actor
         # a challenge mails someone else and starts a board for them: never on a
         # From alone, which anyone can write (docs/security.md, "Mail bombs")
@@ -227,32 +252,16 @@ class CurioRules(Rules[CurioMail]):
                 raise Refused(f"there is no account {name}: both players must be registered "
                               f"(`register HANDLE PASSWORD` to pbm@ this server)")
             players.append(known)
+        if len(players) == 1:
+            return self._open_challenge(mail, players[0], dict(cmd.args["options"]))
         light, dark = players
         if not actor.is_gm and not any(same_handle(actor.handle, p) for p in players):
             raise Refused(f"you ({actor.handle}) can only challenge with yourself as one of "
                           f"the two players")
-        base = dataclasses.asdict(game.defaults)
         opts = dict(cmd.args["options"])
-        if "base" in opts and "num_pieces" not in opts:
-            base["num_pieces"] = 0  # one set for the new base
-        try:
-            setup = Setup(**{**base, **opts}).validate()
-        except SetupError as e:
-            raise Refused(f"this board cannot be set up: {e}") from None
-        setup = Setup.from_dict(setup.to_dict())
-        # 128 bits: the layout must not be found by trying every seed from a first board mail
-        seed = ctx.rng.getrandbits(128)
-        start = Position.initial(setup, seed)
-        ended = start.result()
-        if ended is not None:
-            raise Refused(f"with these options the game would be over before the first move "
-                          f"({ended[1]}): choose other options")
-        number = game.next_board
-        board = Board(number=number, light=light, dark=dark, setup=setup, seed=seed,
-                      position=start, started=ctx.now.isoformat())
-        game.boards[number] = board
-        game.next_board = number + 1
-        mail.challenges += 1
+        clock = int(opts.pop("clock", game.clock))
+        board = self._start_board(mail, light, dark, self._setup(game, opts), clock)
+        number = board.number
         head = f"Board {number} started: {light} (Light, moves first) vs {dark} (Dark)."
         sender_side = board.side_of(actor.handle)
         mail.reply(board, sender_side, head)
@@ -262,9 +271,159 @@ class CurioRules(Rules[CurioMail]):
                 mail.tell(board.handle(side), board, side,
                           f"{who} to Curio on board {number}; you play {SIDE_NAME[side]}.",
                           f"Curio board {number}: new game, you play {SIDE_NAME[side]}")
-        out.audit.append(f"curio board {number} started by {actor.handle}: {light} vs {dark}, "
-                         f"{setup.flags()}, seed {seed}")
         return f"board {number}: {light} (Light) vs {dark} (Dark), {light} moves first"
+
+    @staticmethod
+    def _setup(game: CurioState, opts: dict[str, Any]) -> Setup:
+        """The set-up of a new board: the game's defaults with ``opts`` (the
+        -options of a challenge, the clock taken out); Refused if it cannot be."""
+        base = dataclasses.asdict(game.defaults)
+        if "base" in opts and "num_pieces" not in opts:
+            base["num_pieces"] = 0  # one set for the new base
+        try:
+            setup = Setup(**{**base, **opts}).validate()
+        except SetupError as e:
+            raise Refused(f"this board cannot be set up: {e}") from None
+        return Setup.from_dict(setup.to_dict())
+
+    def _start_board(self, mail: CurioMail, light: str, dark: str, setup: Setup, clock: int) -> Board:
+        """A new board between ``light`` and ``dark``, its clock started."""
+        game, ctx = mail.game, mail.ctx
+        # 128 bits: the layout must not be found by trying every seed from a first board mail
+        seed = ctx.rng.getrandbits(128)
+        start = Position.initial(setup, seed)
+        ended = start.result()
+        if ended is not None:
+            raise Refused(f"with these options the game would be over before the first move "
+                          f"({ended[1]}): choose other options")
+        number = game.next_board
+        board = Board(number=number, light=light, dark=dark, setup=setup, seed=seed,
+                      position=start, started=ctx.now.isoformat(), clock=clock)
+        move_clock.start(board, ctx.now)
+        game.boards[number] = board
+        game.next_board = number + 1
+        mail.challenges += 1
+        who = ctx.actor.handle if ctx.actor else "?"
+        mail.outcome.audit.append(f"curio board {number} started by {who}: {light} vs {dark}, "
+                                  f"{setup.flags()}" + (f", clock {show_clock(clock)}" if clock else "")
+                                  + f", seed {seed}")
+        return board
+
+    # -- open challenges ----------------------------------------------------------------
+    def _open_challenge(self, mail: CurioMail, handle: str, opts: dict[str, Any]) -> str:
+        game, ctx = mail.game, mail.ctx
+        me = sender_handle(ctx, need_password=True)
+        if not same_handle(me, handle):
+            raise Refused(f"an open challenge names only yourself ({me}): curio challenge [-options] {me}; "
+                          f"to challenge {handle}, name both: curio challenge {me} {handle}")
+        mine = [c for c in game.open_challenges if same_handle(c.by, me)]
+        if len(mine) >= MAX_OPEN_PER_PLAYER:
+            raise Refused(f"you have {len(mine)} open challenges waiting already (at most {MAX_OPEN_PER_PLAYER}); "
+                          f"'curio cancel N' takes one back")
+        clock = int(opts.pop("clock", game.clock))
+        self._setup(game, dict(opts))  # refused now if the options cannot make a board
+        number = game.next_open
+        game.open_challenges.append(OpenChallenge(number, me, opts, clock, ctx.now.isoformat()))
+        game.next_open = number + 1
+        mail.outcome.audit.append(f"curio open challenge {number} by {me}")
+        return (f"open challenge {number}: it waits in 'curio open' until someone accepts it with "
+                f"'curio accept {number}'; you will play Light and move first")
+
+    @staticmethod
+    def _open_of(game: CurioState, number: int) -> OpenChallenge:
+        found = next((c for c in game.open_challenges if c.number == number), None)
+        if found is None:
+            waiting = ", ".join(str(c.number) for c in game.open_challenges) or "none"
+            raise Refused(f"there is no open challenge {number} (waiting now: {waiting}; 'curio open' lists them)")
+        return found
+
+    def handle_open(self, mail: CurioMail, cmd: Command) -> str:
+        waiting = mail.game.open_challenges
+        mail.outcome.sections.append(Section(title="Curio: open challenges", text=open_text(waiting)))
+        return f"{len(waiting)} open challenge{'s' if len(waiting) != 1 else ''} listed"
+
+    def handle_accept_open(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
+        me = sender_handle(ctx, need_password=True)
+        if mail.challenges >= MAX_CHALLENGES_PER_MAIL:
+            raise Refused(f"at most {MAX_CHALLENGES_PER_MAIL} new boards per mail")
+        offer = self._open_of(game, cmd.args["number"])
+        if same_handle(offer.by, me):
+            raise Refused(f"open challenge {offer.number} is your own; 'curio cancel {offer.number}' takes it back")
+        board = self._start_board(mail, offer.by, me, self._setup(game, dict(offer.options)), offer.clock)
+        game.open_challenges = [c for c in game.open_challenges if c.number != offer.number]
+        head = (f"{me} accepted {offer.by}'s open challenge {offer.number}: board {board.number} started, "
+                f"{offer.by} (Light, moves first) vs {me} (Dark).")
+        mail.reply(board, DARK, head)
+        mail.tell(offer.by, board, LIGHT, head, f"Curio board {board.number}: {me} accepted your open challenge")
+        return f"board {board.number}: {offer.by} (Light) vs {me} (Dark), {offer.by} moves first"
+
+    def handle_cancel_open(self, mail: CurioMail, cmd: Command) -> str:
+        game, ctx = mail.game, mail.ctx
+        me = sender_handle(ctx, need_password=True)
+        offer = self._open_of(game, cmd.args["number"])
+        if not same_handle(offer.by, me):
+            raise Refused(f"open challenge {offer.number} is {offer.by}'s, not yours")
+        game.open_challenges = [c for c in game.open_challenges if c.number != offer.number]
+        return f"open challenge {offer.number} taken back"
+
+    # -- the move clock -------------------------------------------------------------------
+    def handle_claim(self, mail: CurioMail, cmd: Command) -> str:
+        board = self._board(mail.game, cmd.args["board"])
+        side = self._player(board, cmd)
+        if not board.active:
+            raise Refused(f"board {board.number} is over: {board.reason}")
+        if not board.clock:
+            raise Refused(f"board {board.number} has no move clock, so nobody can lose it on time")
+        mover = board.position.to_move
+        if mover == side:
+            raise Refused(f"it is your move on board {board.number}: your own clock is running, not "
+                          f"{board.handle(opponent(side))}'s")
+        end = move_clock.due(board)
+        if end is not None and mail.ctx.now < end:
+            raise Refused(f"{board.handle(mover)} has until {show_moment(end)} to move on board {board.number}: "
+                          "the clock has not run out")
+        head = self._time_out(board, mail.ctx.now)
+        mail.reply(board, side, head)
+        mail.tell(board.handle(mover), board, mover, head, f"Curio board {board.number}: lost on time")
+        self._observers(board, mail, head, f"Curio board {board.number}: won on time")
+        return f"board {board.number} won on time"
+
+    def _time_out(self, board: Board, now: datetime) -> str:
+        """The player to move loses on time; the headline that says so."""
+        mover = board.position.to_move
+        loser = board.handle(mover)
+        self._end(board, opponent(mover), f"{loser} ran out of time ({show_clock(board.clock)} a move)",
+                  now.isoformat())
+        return f"{loser}'s move clock on board {board.number} ran out: {board.winner} wins on time."
+
+    def tick(self, state: State, ctx: Context) -> Outcome | None:
+        """The move clocks: a reminder to the player to move when a quarter
+        of the clock is left (at most a day), a loss on time when it runs out."""
+        game = load(state)
+        mail = CurioMail(ctx, [], Outcome(state=state), game=game)
+        for board in game.boards.values():
+            end = move_clock.due(board)
+            if end is None:
+                continue
+            mover = board.position.to_move
+            if ctx.now >= end:
+                head = self._time_out(board, ctx.now)
+                for side in (LIGHT, DARK):
+                    mail.tell(board.handle(side), board, side, head,
+                              f"Curio board {board.number}: " + ("lost on time" if side == mover else "won on time"))
+                self._observers(board, mail, head, f"Curio board {board.number}: won on time")
+                mail.outcome.audit.append(f"curio board {board.number}: {head}")
+            elif not board.reminded and ctx.now >= (move_clock.remind_at(board) or end):
+                board.reminded = True
+                mail.tell(board.handle(mover), board, mover,
+                          f"Reminder: it is your move on board {board.number}, and your move clock runs out at "
+                          f"{show_moment(end)}; after that {board.handle(opponent(mover))} wins on time.",
+                          f"Curio board {board.number}: reminder, your move clock runs out {show_moment(end)}")
+        if not mail.notices:
+            return None
+        self.close_mail(mail)
+        return mail.outcome
 
     def handle_move(self, mail: CurioMail, cmd: Command) -> str:
         game = mail.game
@@ -292,6 +451,7 @@ class CurioRules(Rules[CurioMail]):
             raise
         board.position = pos.play(move)
         board.moves.append(str(move))
+        move_clock.start(board, mail.ctx.now)  # now the other player's clock runs
         if board.draw_offer == opponent(side):
             board.draw_offer = None  # moving instead of answering turns the offer down
         me, them = board.handle(side), board.handle(opponent(side))
@@ -483,10 +643,25 @@ class CurioRules(Rules[CurioMail]):
         for number, board in sorted(game.boards.items()):
             side = board.side_of(viewer)
             data = board_data(board, side, ratings=rating_line(board, ratings))
-            sections.append(Section(title=f"Curio board {number}", text=board_text(data)))
+            clock = move_clock.clock_line(board)
+            sections.append(Section(title=f"Curio board {number}", text=board_text(data) + (f"\n{clock}" if clock else "")))
         if not sections:
             sections.append(Section(title="Curio", text="No boards yet."))
         return sections
+
+    def rating_history(self, state: State, handle: str) -> list[dict[str, Any]]:
+        """``handle``'s Elo rating after each of their finished boards, in the
+        order ``curio ratings`` rates them: board, opponent, result, the date
+        it ended and the rating as shown (whole points).  Finished boards are
+        public (their result and moves are in every observer's mail)."""
+        out = []
+        for board, value in Ratings(load(state).boards.values()).history(handle):
+            side = board.side_of(handle) or LIGHT
+            result = "draw" if board.winner is None else ("won" if same_handle(board.winner, handle) else "lost")
+            out.append({"board": board.number, "handle": board.handle(side), "opponent": board.handle(opponent(side)),
+                        "result": result,
+                        "ended": board.ended[:10], "rating": int(value + 0.5)})
+        return out
 
     def standing(self, state: State, handle: str) -> list[str]:
         """One line per board of ``handle`` in play: whose move it is."""

@@ -24,7 +24,7 @@ def play(t: Table) -> Probe:
             Refusal("carol", (f"curio resign 101 carol {t.password('carol')}",)),
             Refusal("alice", ("curio show 999",)),
             Refusal("carol", ("curio subscribe 101",)),
-            Refusal("alice", ("curio challenge alice",)),
+            Refusal("alice", ("curio challenge alice alice",)),
         ),
         at=t.state,
         hides=True,

@@ -52,6 +52,30 @@ def cell(piece: Piece | None, viewer: str | None) -> tuple[str, str]:
     return f"{token:<4}", kind + (" turned" if piece.revealed else "")
 
 
+def piece_drawing(piece: Piece | None, viewer: str | None, square: str) -> dict[str, Any]:
+    """How the HTML board draws a square: ``side`` ("light", "dark", "" for
+    an empty square), the ``faces`` the viewer sees (the one toward them
+    first; "?" for a face only the players know) and a ``label`` that reads
+    the square out for screen readers and tools, e.g. "b3: your piece, face
+    4", "c5: Dark's piece, turned, faces 3 and 2", "a1: empty".  Made from
+    :meth:`Piece.faces_seen_by` only, like the ASCII board."""
+    if piece is None:
+        return {"side": "", "faces": [], "label": f"{square}: empty"}
+    seen = [str(f) for f in piece.faces_seen_by(viewer)]
+    if viewer is not None and piece.side == viewer:
+        who = "your piece"
+    else:
+        who = f"{SIDE_NAME[piece.side]}'s piece"
+    if not seen:
+        faces = "face hidden (only the players know it)"
+    elif len(seen) == 1:
+        faces = f"face {seen[0]}"
+    else:
+        faces = "faces " + " and ".join(seen)
+    turned = ", turned" if piece.revealed else ""
+    return {"side": piece.side, "faces": seen or ["?"], "label": f"{square}: {who}{turned}, {faces}"}
+
+
 def orientation(position: Position, viewer: str | None) -> tuple[list[int], list[int]]:
     """(ranks top to bottom, files left to right) as the viewer sees the board."""
     ranks = list(range(position.setup.rows))
@@ -70,10 +94,11 @@ def grid_rows(position: Position, viewer: str | None,
     for r in ranks:
         cells = []
         for f in files:
-            token, kind = cell(position.pieces.get(Square(f, r)), viewer)
+            piece = position.pieces.get(Square(f, r))
+            token, kind = cell(piece, viewer)
             name = Square(f, r).name
             cells.append({"text": token.strip() or ".", "token": token, "kind": kind,
-                          "square": name, "last": name in marked})
+                          "square": name, "last": name in marked, **piece_drawing(piece, viewer, name)})
         rows.append({"rank": r + 1, "cells": cells})
     return letters, rows
 
@@ -100,20 +125,23 @@ def piece_name(piece: Piece, viewer: str | None) -> str:
     return f"{SIDE_NAME[piece.side]}'s piece " + (mark if faces else "(a face only the players know)")
 
 
-def last_move(board: Board, viewer: str | None) -> tuple[str, frozenset[str]]:
+def last_move(board: Board, viewer: str | None, at: int | None = None) -> tuple[str, frozenset[str]]:
     """(a line naming the last move and the piece it captured, as the viewer
-    knows that piece; the move's two squares); ("", {}) before the first move."""
-    if not board.moves:
+    knows that piece; the move's two squares); ("", {}) before the first move.
+    ``at``: the board as it stood after that move (its last move is move
+    ``at``, the one that led to the position), default the board now."""
+    upto = len(board.moves) if at is None else at
+    if not 0 < upto <= len(board.moves):
         return "", frozenset()
     try:
-        move = Move.parse(board.moves[-1])
-        before = replay(board.setup, board.seed, board.moves[:-1], board.start)[-1]
+        move = Move.parse(board.moves[upto - 1])
+        before = replay(board.setup, board.seed, board.moves[:upto - 1], board.start)[-1]
     except ValueError:
         return "", frozenset()
     squares = frozenset({move.frm.name, move.to.name})
     mover = before.pieces.get(move.frm)
     side = SIDE_NAME[mover.side] if mover is not None else "?"
-    text = f"Last move: {side} {move.frm.name}-{move.to.name}"
+    text = f"{'Last move' if at is None else f'Move {upto}'}: {side} {move.frm.name}-{move.to.name}"
     target = before.pieces.get(move.to)
     if target is not None:
         text += f", capturing {piece_name(target, viewer)}"
@@ -191,14 +219,17 @@ def board_data(board: Board, viewer_side: str | None, headlines: list[str] | Non
     if at is not None:
         data = board_data(board, viewer_side, headlines, ratings=ratings)
         pos = board.position_after(at)
-        letters, rows = grid_rows(pos, viewer_side)
+        # the move that led to this position, not the board's latest move
+        then_text, then_marked = last_move(board, viewer_side, at)
+        letters, rows = grid_rows(pos, viewer_side, then_marked)
         data.update({
             "status": history_status(board, at),
             "draw_offer": "",
             "your_turn": False,
             "after_move": at,
             "last_moves": last_moves(board, at),
-            "grid": ascii_board(pos, viewer_side),
+            "last_move": then_text,
+            "grid": ascii_board(pos, viewer_side, then_marked),
             "files": letters,
             "rows": rows,
             "counts": f"Pieces left then: Light {pos.count(LIGHT)}, Dark {pos.count(DARK)}.",

@@ -433,6 +433,11 @@ class GiveawayRules(Rules[GiveawayMail]):
                   for line in game.order_lines(p.handle)}
         return sorted(others - own)
 
+    def scores(self, state: State) -> list[tuple[str, int]]:
+        """Each player's score of the last round (the report shows them to all)."""
+        rows = [(p.handle, p.score) for p in load(state).players if p.score is not None]
+        return sorted(((h, int(n)) for h, n in rows), key=lambda r: (-r[1], r[0].lower()))
+
     def help_text(self) -> str:
         return rule_book(self.summary, self.options)
 

@@ -206,6 +206,9 @@ class RmpmRules(Rules[RmpmMail]):
         if have + a["n"] < 0:
             raise Refused(f"{p.abbr} holds only {have} {a['card']}")
         p.cards[a["card"]] = have + a["n"]
+        change = f"given you {a['n']}" if a["n"] > 0 else f"taken {-a['n']} from you"
+        self._tell(mail, p, "your cards", f"The game master has {change} {a['card']} card"
+                   f"{'s' if abs(a['n']) != 1 else ''}: you now hold {have + a['n']} {a['card']}.")
         return self._gm_done(mail, cmd, f"{p.abbr} now holds {have + a['n']} {a['card']}")
 
     def handle_gm_capital(self, mail: RmpmMail, cmd: Command) -> str:
@@ -214,7 +217,19 @@ class RmpmRules(Rules[RmpmMail]):
         if p.capital + a["amount"] < 0:
             raise Refused(f"capital cannot go below 0: {p.abbr} has {p.capital} WCU")
         p.capital += a["amount"]
+        change = f"added {a['amount']} WCU to" if a["amount"] > 0 else f"taken {-a['amount']} WCU from"
+        self._tell(mail, p, "your capital", f"The game master has {change} your capital: you now have "
+                   f"{p.capital} WCU.")
         return self._gm_done(mail, cmd, f"{p.abbr} now has {p.capital} WCU")
+
+    @staticmethod
+    def _tell(mail: RmpmMail, p: Player, what: str, text: str) -> None:
+        """A GM line that changes one player's holdings is told to that
+        player (the server mails the Notice)."""
+        name = mail.ctx.game_name or "rmpm"
+        mail.outcome.notices.append(Notice(
+            to=[p.handle], subject=f"{name}: the game master changed {what} (week {mail.game.week})",
+            text=f"{text}\n\nThe change shows in your next report."))
 
     def handle_gm_kiosk(self, mail: RmpmMail, cmd: Command) -> str:
         mail.game.kiosk += cmd.args["amount"]
@@ -449,6 +464,19 @@ class RmpmRules(Rules[RmpmMail]):
         if not player.get("chips"):
             return ["your chips are placed at the next weekly update; no orders until then"]
         return super().standing(state, handle)
+
+    def scores(self, state: State) -> list[tuple[str, int]]:
+        """Each player's capital in WCU (the report's inventory shows it to all)."""
+        rows = [(h, int(p.get("capital", 0))) for h, p in state["players"].items()]
+        return sorted(rows, key=lambda r: (-r[1], r[0].lower()))
+
+    def order_template(self, state: State, handle: str, last: list[str]) -> list[str] | None:
+        """The orders held for the new week if any, else those of the week
+        just run: the lines to edit and send back."""
+        if handle not in state["players"]:
+            return None
+        held = state.get("orders", {}).get(handle)
+        return list(held) if held else list(last)
 
     def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
         """The weekly report: the board, the update and the standings, sent

@@ -55,6 +55,28 @@ def ascii_board(game: Game) -> str:
     return "\n".join(out)
 
 
+#: the chip colours of the HTML board (templates/boards.css: .c0 ... .c11),
+#: given by player number; a legend under the board names them
+COLOURS = 12
+
+
+def colour_of(number: int) -> int:
+    return (number - 1) % COLOURS
+
+
+def legend(game: Game) -> list[dict[str, Any]]:
+    """The players on the board with their chip colours, by number."""
+    return [{"number": p.number, "abbr": p.abbr, "alias": p.alias, "colour": colour_of(p.number),
+             "handle": p.handle.lower()}
+            for p in sorted(game.players.values(), key=lambda q: q.number) if p.placed]
+
+
+def _cell_chips(game: Game, f: Field) -> list[dict[str, Any]]:
+    """One chip per player on a field, in player colour, by number."""
+    on = sorted({game.players[h].number: game.players[h] for h in game.occupants(f)}.items())
+    return [{"abbr": p.abbr, "colour": colour_of(n), "handle": p.handle.lower()} for n, p in on]
+
+
 def html_grid(game: Game) -> list[list[dict[str, Any]]]:
     """Rows of cells for the HTML report: number, owner, chips, fences."""
     b = game.board
@@ -75,6 +97,7 @@ def html_grid(game: Game) -> list[list[dict[str, Any]]]:
                 title += ", chips: " + " ".join(names)
             row.append({
                 "handles": sorted({h.lower() for h in game.occupants(f)}),
+                "chips": _cell_chips(game, f),
                 "who": " ".join(names),
                 "n": b.number(f),
                 "own": owner.abbr if owner else "",
@@ -154,6 +177,7 @@ def status_data(game: Game) -> dict[str, Any]:
         "players": len(game.active()),
         "shared": shared,
         "chips_of": chips_of,
+        "legend": legend(game),
     }
 
 

@@ -39,7 +39,7 @@ from .model import (
     play_note,
     points_for,
 )
-from .state import validated
+from .state import plays_in_order, validated
 from .view import FULL_REPORT_PLAYERS
 
 
@@ -444,6 +444,28 @@ class SequenceRules(Rules[SequenceMail]):
             if n.template == "play.txt" or (n.template == "report.txt" and n.to == [ALL_PLAYERS]):
                 out.append(Notice(to=[], subject=n.subject, template=n.template,
                                   data={**n.data, "viewer": None}, kind="report"))
+        return out
+
+    def score_history(self, state: State, most: int = 60) -> list[tuple[int, list[tuple[str, int]]]]:
+        """The standings as every play's public mail shows them, after each
+        play (at most ``most`` of them, evenly spread, the last always
+        included): ``[(play number, [(handle, score), ...]), ...]``.  Plays
+        and scores are public from the first play on (``public_reports``); a
+        finished game's last point has the deadline's bonuses too."""
+        encoded = plays_in_order(state)
+        if not encoded:
+            return []
+        step = -(-len(encoded) // max(1, most))
+        running = dict.fromkeys(state["players"], 0)
+        out: list[tuple[int, list[tuple[str, int]]]] = []
+        for number, text in enumerate(encoded, 1):
+            play = Play.decode(number, text)
+            running[play.handle] = running.get(play.handle, 0) + play.points
+            if number % step == 0 or number == len(encoded):
+                out.append((number, sorted(running.items(), key=lambda r: (-r[1], r[0].lower()))))
+        if state["finished"]:
+            final = {h: int(p["score"]) for h, p in state["players"].items()}
+            out[-1] = (out[-1][0], sorted(final.items(), key=lambda r: (-r[1], r[0].lower())))
         return out
 
     def hidden_from(self, state: State, viewer: str | None) -> list[str]:

@@ -1,11 +1,11 @@
-"""Signed links: a player's own view of a game on the web, and their mail
-settings, without a password ever going over HTTP.
+"""Signed links: a player's own view of a game on the web, and one click
+that stops a stream of mail, without a password ever going over HTTP.
 
 A link names its purpose, the account and the game, and when it expires;
 its signature is an HMAC (key ``link_key`` in ``server_secrets``) over those
-and over a fingerprint of the account's password hash, so a link dies when
-the password changes (a player who thinks a link leaked changes the password)
-and when it expires (LIFETIME after it was made).  A tampered link, one for
+and, for a view link, over a fingerprint of the account's password hash, so
+a view link dies when the password changes (a player who thinks a link leaked
+changes the password); every link dies LIFETIME after it was made.  A tampered link, one for
 another account or game, and an expired one are all refused alike.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -25,8 +26,15 @@ from pbm_server.store.models import Account
 KEY_NAME = "link_key"
 #: how long a link in a mail works: a season of weekly turns
 LIFETIME = timedelta(days=120)
-#: what a link may open
-PURPOSES = ("view", "settings")
+#: what a link may open: a player's own view, or stop one stream of mail
+#: (``stop-reports``, ...; pbm_server/play/streams.py)
+PURPOSE = re.compile(r"^(view|stop-[a-z]{1,16})$")
+
+
+def tied_to_password(purpose: str) -> bool:
+    """A view link dies with the password; a stop link (it can only stop
+    mail) keeps working, so an old mail's one-click unsubscribe still does."""
+    return purpose == "view"
 
 
 @dataclass(frozen=True)
@@ -43,24 +51,32 @@ class Link:
 
 
 def _mac(key: bytes, purpose: str, handle_key: str, game: str, expires: int, password_hash: str) -> str:
-    fingerprint = hashlib.sha256(password_hash.encode()).hexdigest()[:32]
+    fingerprint = hashlib.sha256(password_hash.encode()).hexdigest()[:32] if tied_to_password(purpose) else "-"
     message = f"{purpose}|{handle_key}|{game.lower()}|{expires}|{fingerprint}".encode()
     digest = hmac.new(key, message, hashlib.sha256).digest()[:18]
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def make(session: Session, account: Account, purpose: str, game: str, now: datetime) -> Link:
-    assert purpose in PURPOSES
+def link_key(session: Session) -> bytes:
+    return server_key(session, KEY_NAME)
+
+
+def make_with(key: bytes, account: Account, purpose: str, game: str, now: datetime) -> Link:
+    assert PURPOSE.match(purpose), purpose
     expires = int((now + LIFETIME).timestamp())
-    mac = _mac(server_key(session, KEY_NAME), purpose, account.handle_key, game, expires, account.password_hash)
+    mac = _mac(key, purpose, account.handle_key, game, expires, account.password_hash)
     return Link(purpose, account.handle, game.lower(), expires, mac)
+
+
+def make(session: Session, account: Account, purpose: str, game: str, now: datetime) -> Link:
+    return make_with(link_key(session), account, purpose, game, now)
 
 
 def check(session: Session, purpose: str, handle: str, game: str, token: str, now: datetime) -> Account | None:
     """The account a link opens, or None (tampered, expired, for another
     account or game, or signed before the password last changed)."""
     stamp, _, mac = token.partition(".")
-    if not stamp.isdigit() or len(stamp) > 12 or not mac or len(mac) > 40 or purpose not in PURPOSES:
+    if not stamp.isdigit() or len(stamp) > 12 or not mac or len(mac) > 40 or not PURPOSE.match(purpose):
         return None
     expires = int(stamp)
     if expires < now.timestamp():
@@ -68,7 +84,7 @@ def check(session: Session, purpose: str, handle: str, game: str, token: str, no
     account = account_by_handle(session, handle)
     if account is None:
         return None
-    wanted = _mac(server_key(session, KEY_NAME), purpose, account.handle_key, game, expires, account.password_hash)
+    wanted = _mac(link_key(session), purpose, account.handle_key, game, expires, account.password_hash)
     return account if hmac.compare_digest(wanted, mac) else None
 
 
@@ -79,5 +95,5 @@ def base_url(public_url: str, http_listen: str) -> str:
 
 
 def url(base: str, link: Link) -> str:
-    path = "me" if link.purpose == "view" else "settings"
-    return f"{base}/{path}/{link.handle}/{link.game}?k={link.token}"
+    """The own-view page of a view link."""
+    return f"{base}/me/{link.handle}/{link.game}?k={link.token}"

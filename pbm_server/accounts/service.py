@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from games import get_rules
 from games.names import name_key
 from pbm_server.accounts.passwords import MIN_PASSWORD, hash_password
-from pbm_server.accounts.throttle import account_key
+from pbm_server.accounts.throttle import account_key, pair_key
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.settings import Settings
 from pbm_server.store.lookup import account_by_email, account_by_handle, lookalike_refusal
@@ -34,8 +34,15 @@ REMOVED_DOMAIN = "removed.invalid"
 
 
 def forgot_key(handle: str) -> str:
-    """The auth_throttle row counting an account's ``forgot`` codes."""
+    """The auth_throttle row that counted an account's ``forgot`` codes
+    (before issue 26; now the mails to an address are counted: mail_key)."""
     return "forgot:" + handle.lower()[:200]
+
+
+def mail_key(address: str) -> str:
+    """The auth_throttle row counting the code mails (recovery, address
+    change) sent to ``address`` within the hour."""
+    return "mailto:" + address.lower()[:300]
 
 
 def is_removed(acc: Account) -> bool:
@@ -130,9 +137,8 @@ def set_password(session: Session, acc: Account, password_hash: str, *, unlock: 
     password-guessing lockout ends."""
     acc.password_hash = password_hash
     if unlock:
-        stale = session.get(AuthThrottle, account_key(acc.handle))
-        if stale is not None:
-            session.delete(stale)
+        session.execute(delete(AuthThrottle).where(
+            AuthThrottle.key.in_([account_key(acc.handle), pair_key(acc.handle, acc.email)])))
 
 
 def move(session: Session, settings: Settings, acc: Account, new: str) -> str:
@@ -164,6 +170,7 @@ def remove(session: Session, acc: Account) -> bool:
     session.execute(delete(Observer).where(Observer.account_id == acc.id))
     session.execute(delete(Confirmation).where(Confirmation.handle == acc.handle))
     session.execute(delete(AuthThrottle).where(AuthThrottle.key.in_([account_key(acc.handle), forgot_key(acc.handle)])))
+    session.execute(delete(AuthThrottle).where(AuthThrottle.key.startswith(pair_key(acc.handle, ""), autoescape=True)))
     played = session.scalar(select(Membership.id).where(Membership.account_id == acc.id).limit(1)) is not None
     if played:
         acc.email = f"removed-{acc.id}@{REMOVED_DOMAIN}"

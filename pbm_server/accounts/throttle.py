@@ -1,22 +1,39 @@
 """Password guessing: every credential check of one mail goes through a
-:class:`CredentialGate`.
+:class:`CredentialGate`.  No count here is a switch one player can use to
+turn another off.
 
 * At most one password is checked per account per mail.  The same password
   given again for that account (a curio player's several moves) reuses the
   first answer; a different one is refused without running Argon2.
-* Failed checks are counted per account (``acct:HANDLE``) and per sender
-  address (``from:ADDRESS``) in the ``auth_throttle`` table, so the count
-  survives a restart and is shared by every server on the database.  After
-  ``auth_max_failures`` failures within ``auth_window_seconds`` the key is
-  blocked for ``auth_block_seconds``; each further block doubles (up to
-  ``auth_block_max_seconds``).  While a key is blocked no password for it is
-  checked at all: the check is refused and the reply says until when.  Whether
-  the refused password was right is never computed, so a refused guess tells
-  nothing.
-* At ``auth_lockout_level`` blocks in a row the account is locked out and its
-  owner gets ONE mail about it (again only after the record has calmed down).
-* A block level decays once a whole block period plus a window has passed
-  without failures.
+* Failed checks are counted in the ``auth_throttle`` table (so the counts
+  survive a restart and are shared by every server on the database) under
+  three keys:
+
+  - ``pair:HANDLE:ADDRESS``, per account and sender address.  After
+    ``auth_max_failures`` failures within ``auth_window_seconds`` checks of
+    that account FROM THAT ADDRESS are refused for ``auth_block_seconds``,
+    doubling with each further block up to ``auth_block_max_seconds``.
+    Guesses from mallory's address block mallory's address only.
+  - ``from:ADDRESS``, per sender address over all accounts: the same rule,
+    but it refuses only checks of accounts that are NOT the sender's own (a
+    guesser spraying many accounts is slowed; the address's owner still
+    reaches their own account).
+  - ``acct:HANDLE``, per account over all addresses: never a block.  Past
+    ``auth_account_max_failures`` failures in a window, checks of the account
+    from addresses other than its own are refused unrun (no Argon2 is spent
+    on them) until the window ends; its own address is never affected.
+
+* The one block that stands against an account's own address is its pair
+  key, which a forged From of that address can fill.  Its owner has a way
+  through that a forger lacks: an unlock code, mailed to the registered
+  address (``on_lockout``), which, given as ``$$unlock CODE$$`` in a mail
+  from that address, has the password checked despite the block (for 24
+  hours, any number of mails).  The refusal says so.
+* Whether a refused password was right is never computed, so a refused guess
+  tells nothing; the right password from another address counts as a failure
+  exactly like a wrong one.
+* Every failed check is written to the audit log with the account AND the
+  sender address.
 
 The counts are written in their own short write transaction right after the
 check (not in the mail's transaction), so a mail that later fails still
@@ -26,9 +43,10 @@ counts its guesses.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
@@ -36,7 +54,7 @@ from sqlalchemy.orm import Session
 from pbm_server.accounts.passwords import verify_password
 from pbm_server.base.settings import Settings
 from pbm_server.store.db import Database
-from pbm_server.store.lookup import Credentials
+from pbm_server.store.lookup import Credentials, audit
 from pbm_server.store.models import Account, AuthThrottle, table
 
 log = logging.getLogger(__name__)
@@ -46,9 +64,16 @@ LOCK_THROTTLE = 7304
 
 OK, WRONG, THROTTLED, UNCHECKED = "ok", "wrong", "throttled", "unchecked"
 
+#: how an unlock code is written in a mail: $$unlock CODE$$ (a password holds no space)
+UNLOCK_WORD = "unlock"
+
 _T = table(AuthThrottle)
 #: the counts of some keys (one plain statement, made once)
-_COUNTS = select(_T.c.key, _T.c.failures, _T.c.blocked_until).where(_T.c.key.in_(bindparam("keys", expanding=True)))
+_COUNTS = select(_T.c.key, _T.c.failures, _T.c.window_start, _T.c.blocked_until).where(
+    _T.c.key.in_(bindparam("keys", expanding=True)))
+
+#: notify(session, account, blocked until): mail the owner an unlock code
+OnLockout = Callable[[Session, Account | Credentials, datetime], None]
 
 
 def account_key(handle: str) -> str:
@@ -59,6 +84,29 @@ def sender_key(address: str) -> str:
     return "from:" + address.lower()[:300]
 
 
+def pair_key(handle: str, address: str) -> str:
+    return "pair:" + handle.lower()[:64] + ":" + address.lower()[:300]
+
+
+def unlock_codes(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The mail's ``$$...$$`` tokens split into (passwords, unlock codes)."""
+    passwords, codes = [], []
+    for t in tokens:
+        words = t.split()
+        if len(words) == 2 and words[0].lower() == UNLOCK_WORD:
+            codes.append(words[1])
+        else:
+            passwords.append(t)
+    return passwords, codes
+
+
+def _until(row: Any, now: datetime) -> datetime | None:
+    if row is None or row.blocked_until is None or row.blocked_until <= now:
+        return None
+    blocked: datetime = row.blocked_until
+    return blocked
+
+
 @dataclass
 class CredentialGate:
     """The credential checks of one mail."""
@@ -67,12 +115,17 @@ class CredentialGate:
     settings: Settings
     sender: str
     now: datetime
-    #: notify(session, account, until): mail the owner of a locked-out account
-    on_lockout: Callable[[Session, Account | Credentials, datetime], None] | None = None
+    #: notify(session, account, until): mail the owner an unlock code (none if one is open)
+    on_lockout: OnLockout | None = None
     #: account key -> (the password checked, its verdict)
     checked: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: for the reply: what was refused and why (no secrets in here)
     notes: list[str] = field(default_factory=list)
+    #: the unlock codes the mail carries ($$unlock CODE$$)
+    unlock: list[str] = field(default_factory=list)
+    #: holds(session, account, code): is ``code`` the account's open unlock
+    #: code?  (confirm.holds, passed in: confirm imports this module's neighbours)
+    unlock_holds: Callable[[Session, Account | Credentials, str], bool] | None = None
     #: failures counted per throttle key when this mail looked (a success
     #: resets only a count that is there)
     _failures_seen: dict[str, int] = field(default_factory=dict, init=False, repr=False)
@@ -100,19 +153,15 @@ class CredentialGate:
                 return verdict
             self.note(f"Only one password per account is checked in one mail; the other passwords given for {name} were not checked.")
             return UNCHECKED
-        until = self._blocked_until([key, sender_key(self.sender)])
-        if until is not None:
+        owner = account is not None and account.email == self.sender.lower()
+        if self._refused(account, name, owner):
             self.checked[key] = (password, THROTTLED)
-            self.note(
-                f"Too many failed password attempts for {name} or from {self.sender}: no password is checked "
-                f"until {until:%Y-%m-%d %H:%M} UTC; nothing that needs one was done."
-            )
             return THROTTLED
         ok = verify_password(account.password_hash if account is not None else None, password)
         verdict = OK if ok else WRONG
         self.checked[key] = (password, verdict)
         try:
-            self._record(key, account, ok and account is not None and account.email == self.sender.lower())
+            self._record(name, account, ok and owner)
         except Exception:  # counting must not lose the mail; the next check counts again
             log.exception("could not record a password check")
         return verdict
@@ -121,22 +170,78 @@ class CredentialGate:
         if text not in self.notes:
             self.notes.append(text)
 
+    # -- refusals ----------------------------------------------------------------
+    def _refused(self, account: Account | Credentials | None, name: str, owner: bool) -> bool:
+        """Is the check refused unrun?  (The note says why.)"""
+        pair, by_sender = pair_key(name, self.sender), sender_key(self.sender)
+        keys = [by_sender] if account is None else [pair, by_sender, account_key(name)]
+        rows = self._rows(keys)
+        if owner and account is not None:
+            until = _until(rows.get(pair), self.now)
+            if until is None or self._unlocked(account):
+                return False
+            self._refuse_owner(account, until)
+            return True
+        untils = [u for u in (_until(rows.get(pair), self.now), _until(rows.get(by_sender), self.now)) if u]
+        if untils:
+            self.note(f"Too many failed password attempts for {name} or from {self.sender}: no password is checked "
+                      f"until {max(untils):%Y-%m-%d %H:%M} UTC; nothing that needs one was done.")
+            return True
+        hot = rows.get(account_key(name)) if account is not None else None
+        window = timedelta(seconds=self.settings.auth_window_seconds)
+        if hot is not None and hot.failures >= self.settings.auth_account_max_failures \
+                and self.now - hot.window_start <= window:
+            self.note(f"Many failed password attempts for {name} from other addresses: until "
+                      f"{hot.window_start + window:%Y-%m-%d %H:%M} UTC its password is checked only in mail from "
+                      "its own address; nothing that needs it was done.")
+            return True
+        return False
+
+    def _refuse_owner(self, account: Account | Credentials, until: datetime) -> None:
+        """The owner's own address is blocked (a forger may have filled it):
+        the unlock code is their way through."""
+        self.note(
+            f"Too many failed password attempts for {account.handle} from {self.sender} (perhaps mails with this "
+            f"address forged as their sender): no password for it from this address is checked until "
+            f"{until:%Y-%m-%d %H:%M} UTC; nothing that needs one was done. An unlock code has been mailed to "
+            f"this address (Subject: \"pbm-server: failed password attempts\"). Send your mail again with it "
+            "beside your password, written like $$password$$ with 'unlock CODE' in place of the word password: "
+            "then your password is checked despite the block. The code works from this address only, for 24 hours."
+        )
+        if self.unlock:
+            self.note("The unlock code in your mail is not the one mailed to this address (or it has expired).")
+        if self.on_lockout is None:
+            return
+        try:
+            with self.db.write(lock=LOCK_THROTTLE) as s:
+                self.on_lockout(s, account, until)
+        except Exception:
+            log.exception("could not mail an unlock code")
+
+    def _unlocked(self, account: Account | Credentials) -> bool:
+        """Does the mail carry the open unlock code of ``account``?"""
+        if not self.unlock or self.unlock_holds is None:
+            return False
+        code = self.unlock[0]  # one code per mail is tried
+        if self.session is not None:
+            return self.unlock_holds(self.session, account, code)
+        with self.db.read() as s:
+            return self.unlock_holds(s, account, code)
+
     # -- the table ---------------------------------------------------------------
-    def _blocked_until(self, keys: list[str]) -> datetime | None:
+    def _rows(self, keys: list[str]) -> dict[str, Any]:
         if self.session is not None:
             rows = self.session.connection().execute(_COUNTS, {"keys": keys}).all()
         else:
             with self.db.read() as s:
                 rows = s.connection().execute(_COUNTS, {"keys": keys}).all()
         # failures counted so far, per key (a success resets only these)
-        self._failures_seen = {r.key: r.failures for r in rows if r is not None}
-        untils = [r.blocked_until for r in rows if r is not None and r.blocked_until and r.blocked_until > self.now]
-        return max(untils) if untils else None
+        self._failures_seen.update({r.key: r.failures for r in rows})
+        return {r.key: r for r in rows}
 
-    def _record(self, key: str, account: Account | Credentials | None, ok: bool) -> None:
-        st = self.settings
-        window = timedelta(seconds=st.auth_window_seconds)
-        if ok and not self._failures_seen.get(key):
+    def _record(self, name: str, account: Account | Credentials | None, ok: bool) -> None:
+        pair = pair_key(name, self.sender)
+        if ok and not self._failures_seen.get(pair):
             # a success with no failures counted: nothing to reset, so no
             # write transaction (and no fsync) for a known player's mail
             return
@@ -144,32 +249,48 @@ class CredentialGate:
         # checks of this mail read the counts afresh
         self.session = None
         with self.db.write(lock=LOCK_THROTTLE) as s:
-            keys = [key, sender_key(self.sender)] if account is not None else [sender_key(self.sender)]
-            for k in keys:
-                row = s.get(AuthThrottle, k)
-                if ok:
-                    if row is not None and k == key:
-                        row.failures, row.updated_at = 0, self.now
-                    continue
-                if row is None:
-                    row = AuthThrottle(key=k, failures=0, window_start=self.now, level=0, notified=False, updated_at=self.now)
-                    s.add(row)
-                # a quiet spell forgives earlier blocks
-                if row.level and row.blocked_until and self.now - row.blocked_until > window + self._block(row.level):
-                    row.level, row.notified = 0, False
-                if self.now - row.window_start > window:
-                    row.failures, row.window_start = 0, self.now
-                row.failures += 1
-                row.updated_at = self.now
-                if row.failures >= st.auth_max_failures:
-                    row.level += 1
-                    row.failures, row.window_start = 0, self.now
-                    row.blocked_until = self.now + self._block(row.level)
-                    log.warning("password checks for %s refused until %s", k, row.blocked_until)
-                    if (k == key and account is not None and row.level >= st.auth_lockout_level
-                            and not row.notified and self.on_lockout is not None):
-                        row.notified = True
-                        self.on_lockout(s, account, row.blocked_until)
+            if ok:
+                row = s.get(AuthThrottle, pair)
+                if row is not None:
+                    row.failures, row.updated_at = 0, self.now
+                return
+            audit(s, self.now, self.sender.lower()[:300], "failed password check",
+                  f"for {name[:64]}, in mail from {self.sender[:300]}")
+            if account is None:
+                self._count(s, sender_key(self.sender), block=True)
+                return
+            self._count(s, account_key(name), block=False)
+            self._count(s, sender_key(self.sender), block=True)
+            row, began = self._count(s, pair, block=True)
+            # blocks keep coming at the owner's own address: the owner gets
+            # the unlock code before they need it (one open code at a time)
+            if (began and account.email == self.sender.lower() and row.blocked_until is not None
+                    and row.level >= self.settings.auth_lockout_level and self.on_lockout is not None):
+                self.on_lockout(s, account, row.blocked_until)
+
+    def _count(self, s: Session, key: str, *, block: bool) -> tuple[AuthThrottle, bool]:
+        """One more failure under ``key``; a block begins at the limit (then
+        the second value is True)."""
+        st = self.settings
+        window = timedelta(seconds=st.auth_window_seconds)
+        row = s.get(AuthThrottle, key)
+        if row is None:
+            row = AuthThrottle(key=key, failures=0, window_start=self.now, level=0, notified=False, updated_at=self.now)
+            s.add(row)
+        # a quiet spell forgives earlier blocks
+        if row.level and row.blocked_until and self.now - row.blocked_until > window + self._block(row.level):
+            row.level, row.notified = 0, False
+        if self.now - row.window_start > window:
+            row.failures, row.window_start = 0, self.now
+        row.failures += 1
+        row.updated_at = self.now
+        if block and row.failures >= st.auth_max_failures:
+            row.level += 1
+            row.failures, row.window_start = 0, self.now
+            row.blocked_until = self.now + self._block(row.level)
+            log.warning("password checks for %s refused until %s", key, row.blocked_until)
+            return row, True
+        return row, False
 
     def _block(self, level: int) -> timedelta:
         st = self.settings

@@ -36,7 +36,7 @@ def _zone(name: str | None) -> ZoneInfo:
         return ZoneInfo("UTC")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a region (America) is a folder
         raise DeadlineError(f"unknown time zone {name!r} (use an IANA name such as Europe/Zurich)") from None
 
 

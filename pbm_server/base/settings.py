@@ -186,8 +186,13 @@ class Settings:
     max_message_bytes: int = _setting(1_048_576, "larger mails are refused with 552 (bytes)", _positive)
     reply_limit_per_hour: int = _setting(60, "replies to one address per hour before the server goes quiet", _positive)
     unauthenticated_replies_per_hour: int = _setting(
-        600, "replies per hour, to all senders together, to mails that proved no password; beyond: processed, "
-        "not answered, the GM told once an hour", _positive
+        6000, "replies per hour, to all senders together, to mails that proved neither a password nor a code "
+        "(the ceiling above the per-domain budget); beyond: processed, not answered, the GM told once an hour; "
+        "the first confirmation code to an address in an hour is always sent", _positive
+    )
+    unauthenticated_replies_per_domain_per_hour: int = _setting(
+        300, "replies per hour to the addresses of one domain, to mails that proved neither a password nor a "
+        "code; beyond: processed, not answered", _positive
     )
     max_unauthenticated_reply_bytes: int = _setting(
         65_536, "text of a reply to a mail that proved no password, at most (bytes); later sections are cut", _positive
@@ -232,7 +237,8 @@ class Settings:
         "", "rehearsals and tests: the current time is the ISO 8601 time in this file; empty: the real clock"
     )
     failpoint: str = _setting(
-        "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; empty: off"
+        "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; 'sigkill:SUBJECT': "
+        "a mail whose Subject is SUBJECT kills its back end (SIGKILL) when its handling starts; empty: off"
     )
     auth_max_failures: int = _setting(
         5, "failed password checks for one account, or from one sender address, within the window before "
@@ -242,7 +248,15 @@ class Settings:
         60.0, "the first period in which no password is checked after too many failures; doubles each time", _positive)
     auth_block_max_seconds: float = _setting(86400.0, "the longest such period", _positive)
     auth_lockout_level: int = _setting(
-        4, "at this many blocked periods in a row the account's owner gets one mail about it", _positive)
+        4, "at this many blocked periods in a row at the owner's own address the owner is mailed an unlock code "
+        "(also whenever their own mail is refused by a block; one open code at a time)", _positive)
+    auth_account_max_failures: int = _setting(
+        100, "failed password checks for one account from all addresses within the window; beyond, checks of "
+        "it from addresses other than its own are refused unrun until the window ends (its own never are)",
+        _positive)
+    account_mails_per_hour: int = _setting(
+        3, "recovery codes (forgot) and address-change codes (email) mailed to one address per hour; beyond, "
+        "none is mailed (those mailed still work)", _positive)
     smtp_max_sessions_per_client: int = _setting(
         20, "SMTP sessions one client IP address may hold open at once; more get 421", _positive)
     smtp_max_sessions: int = _setting(400, "SMTP sessions open at once in total; more get 421", _positive)
@@ -251,6 +265,9 @@ class Settings:
         3600.0, "at most one GM summary of shunted (set-aside) mail per this many seconds", _positive)
     gm_bounce_notice_seconds: float = _setting(
         3600.0, "at most one GM summary of bounced mail per this many seconds", _positive)
+    postmaster_forwards_per_hour: int = _setting(
+        20, "mails to postmaster@ forwarded to the GM per hour (each cut to its first 64 KB); beyond, they are kept "
+        "in the inbox and the GM is told how many were not forwarded", _positive)
     inject_log: str = _setting(
         "", "pbm mail inject: file to which a fault of ours appends its traceback (the MTA sees one line); "
         "empty: none")

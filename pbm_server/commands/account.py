@@ -5,6 +5,7 @@ them."""
 from __future__ import annotations
 
 from games.base import Line, Result, Section
+from games.names import ascii_spelling, imitates_server
 from pbm_server.accounts import confirm
 from pbm_server.accounts import service as accounts
 from pbm_server.accounts.passwords import hash_password, password_problem, verify_password
@@ -17,6 +18,17 @@ from pbm_server.store.models import Account
 
 def _verify(acc: Account, password: str) -> bool:
     return verify_password(acc.password_hash, password)
+
+
+def handle_refusal(handle: str) -> str:
+    """Why ``handle`` cannot be a handle, and, where one is near, a spelling
+    that can (``zoë``: ``zoe``)."""
+    why = (f"{handle!r} cannot be a handle: a handle is 2-32 ASCII letters (a-z, A-Z), digits, '.', '_' or '-', "
+           "starting with a letter")
+    spelled = ascii_spelling(handle)
+    if spelled != handle and accounts.HANDLE_RE.match(spelled):
+        return f"{why}: {spelled} would do"
+    return why
 
 
 def _masked_password(words: list[str]) -> str:
@@ -34,7 +46,11 @@ def cmd_register(ctx: ServerContext, line: Line, words: list[str]) -> Result:
         raise ServerRefused("expected: register HANDLE PASSWORD (e.g. register alice s3cret-words)")
     handle, password = words[1], words[2]
     if not accounts.HANDLE_RE.match(handle):
-        raise ServerRefused(f"{handle!r} cannot be a handle: use 2-32 letters, digits, '.', '_' or '-', starting with a letter")
+        raise ServerRefused(handle_refusal(handle))
+    imitated = imitates_server(handle)
+    if imitated:
+        raise ServerRefused(f"{handle!r} cannot be a handle: it looks like {imitated!r}, a name the server speaks "
+                            "with (its game master, postmaster or itself); choose another")
     problem = password_problem(password)
     if problem:
         raise ServerRefused(problem)
@@ -63,20 +79,18 @@ def cmd_confirm(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) != 2:
         raise ServerRefused("expected: confirm CODE (the code from the mail that answered your register, "
                             "e.g. confirm 7KQ2M-XH4PD)")
+    if ("confirm", "") in ctx.once:
+        raise ServerRefused("not carried out: only one code is tried per mail (an earlier line of this mail "
+                            "gave one)")
+    ctx.once.add(("confirm", ""))
     done = confirm.confirm(ctx.session, ctx.sender, words[1], ctx.now)
     if not done.ok:
         raise ServerRefused(done.message)
     if isinstance(done, confirm.Moved) and done.account is not None:
-        from pbm_server.commands.recovery import send_account_mail
+        from pbm_server.commands.recovery import tell_moved
 
-        handle = done.account.handle
-        ctx.audit.append(("email moved", f"{handle}: {done.old_email} -> {ctx.sender}"))
-        send_account_mail(ctx, done.old_email, handle, f"pbm-server: your account {handle} has moved",
-                          "account_notice.txt", {
-                              "what": f"Your account {handle} was moved to {ctx.sender}, as asked for from this "
-                                      "address with its password and confirmed from the new one. Mail from this "
-                                      "address is no longer read as yours.",
-                          })
+        ctx.audit.append(("email moved", f"{done.account.handle}: {done.old_email} -> {ctx.sender}"))
+        tell_moved(ctx, done)  # the old address can undo it for 7 days
     elif done.account is not None:
         ctx.audit.append(("register", f"{done.account.handle} <{ctx.sender}>"))
     return Result(line, True, done.message)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta, timezone
 
 from games.base import Line, Result
-from pbm_server.base.deadlines import DeadlineError, _zone
+from pbm_server.base.deadlines import _zone
 from pbm_server.base.errors import ServerRefused
+from pbm_server.base.localtime import UnknownZone, known_zone
 from pbm_server.commands.registry import Audience, ServerContext, command
 
 
@@ -19,8 +20,8 @@ def cmd_timezone(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     if len(words) != 2:
         raise ServerRefused("expected: timezone ZONE, e.g. timezone Europe/Zurich (an IANA name) or timezone UTC")
     try:
-        z = _zone(words[1])
-    except DeadlineError as exc:
+        z = known_zone(words[1])
+    except UnknownZone as exc:
         raise ServerRefused(f"{exc}; nothing was changed") from None
     acc.timezone = None if z.key == "UTC" else z.key
     ctx.audit.append(("timezone", f"{acc.handle}: {z.key}"))

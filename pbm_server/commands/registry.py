@@ -22,6 +22,7 @@ it fills the registry; this module imports none of them.
 
 from __future__ import annotations
 
+import difflib
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from games.base import Actor, Line, Result, Section
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import MASK, Composer
-from pbm_server.play.notices import Mailer
+from pbm_server.play.notices import Mailer, NoticeBudget
 from pbm_server.store.lookup import account_by_handle, audit, find_game
 from pbm_server.store.models import Account, Game
 
@@ -72,6 +73,11 @@ class ServerContext:
     #: verify(account, password) -> bool; the worker passes the verdict of its
     #: throttled check (throttle.py) so no password is hashed in the write transaction
     verify: Callable[[Account, str], bool] | None = None
+    #: the mail's budget of mails to addresses other than the sender's (PBM_MAX_NOTICES_PER_MAIL;
+    #: None: no limit, the GM's mail); account commands spend it (recovery.py)
+    budget: NoticeBudget | None = None
+    #: what this mail's lines have done once already: a line that would do it again is refused
+    once: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def actor(self) -> str:
@@ -180,12 +186,7 @@ class Registry:
         words = line.text.split()
         cmd = self.get(words[0])
         if cmd is None:
-            known = ", ".join(self.names_for(ctx.as_actor()))
-            # a mistyped "register HANDLE PASSWORD" carries a password: echo only
-            # the first two words of a line we cannot read (masked in this echo
-            # only, not in the rest of the reply or its Subject)
-            return Result(line, False, f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)",
-                          masked_after_two(words))
+            return Result(line, False, self._unknown(ctx, words), self._unknown_echo(words))
         try:
             _admit(cmd, ctx, line)
             result = cmd.handler(ctx, line, words)
@@ -195,6 +196,32 @@ class Registry:
         if cmd.echo is not None:
             result.text = cmd.echo(words)
         return result
+
+
+    def _unknown(self, ctx: ServerContext, words: list[str]) -> str:
+        """Why a line is refused whose first word is no command: a game's
+        command (``join ring2``, ``ring2 join``) says where to mail it."""
+        for at, other in ((1, 0), (0, 1)):
+            game = find_game(ctx.session, words[at]) if len(words) > max(at, other) else None
+            if game is not None:
+                order = " ".join([words[other].upper(), *words[2:]])
+                return (f"{words[other]!r} is not a command here: game commands go to the game's address; "
+                        f"mail {order} to {game.name}@{ctx.settings.domain}")
+        known = ", ".join(self.names_for(ctx.as_actor()))
+        return f"unknown command {words[0]!r}; commands here: {known} (game commands go to the game's address)"
+
+    def _unknown_echo(self, words: list[str]) -> str:
+        """The echo of a line whose first word is no command: as written (the
+        mail's passwords are masked in all of the reply), unless it looks like a
+        mistyped command that takes a password (``regster alice s3cret``):
+        then as that command's echo masks it."""
+        takes_password = {n: c for c in self._commands if c.echo is not None for n in c.names}
+        close = difflib.get_close_matches(words[0].lower(), list(takes_password), n=1, cutoff=0.75)
+        if close:
+            echo = takes_password[close[0]].echo
+            assert echo is not None
+            return echo(words)
+        return " ".join(words)
 
 
 def masked_after_two(words: list[str]) -> str:

@@ -24,8 +24,12 @@ what comes back to it is read here.
 * The bounce counts against the row's address (the outbox's, not what the
   report claims).  HOLD_AFTER bounces of different mails within HOLD_DAYS put
   the address on hold: nothing more is sent to it (outbox rows to it become
-  ``held``), and the GM is told, naming the account and its games.  Mail from
-  the address lifts the hold (pipeline/worker.py), as does ``pbm mail unhold``.
+  ``held``), and the GM is told, naming the account and its games.  A mail
+  from the address that proves it reads the server's mail there lifts the
+  hold (pipeline/execute.py, :func:`hold_note`): one with the account's
+  password, or a ``confirm``/``reset`` code mailed to it.  A mail that only
+  says it is from there (anyone can write that From) does not.  ``pbm mail
+  unhold`` lifts it too.
 * The GM hears of bounces in a summary, at most one per
   ``PBM_GM_BOUNCE_NOTICE_SECONDS``: the first bounce after a quiet spell at
   once, later ones in the next summary (sent by the idle worker).  Bounces of
@@ -39,6 +43,7 @@ import hmac
 import logging
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email import policy
@@ -51,6 +56,7 @@ from typing import Protocol
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
+from games.base import Result
 from pbm_server.base import clock, logs
 from pbm_server.base.settings import Settings
 from pbm_server.mail.headers import clean_text
@@ -412,6 +418,35 @@ class Bounces:
 
 
 _HELD = select(table(MailHold).c.address).where(table(MailHold).c.address == bindparam("address"))
+
+
+#: commands whose success proves the sender reads mail the server sent to this address
+CODE_COMMANDS = frozenset({"confirm", "reset", "unlock", "undo"})
+
+
+def proves_code(results: Iterable[Result]) -> bool:
+    """Did a line of a mail prove a code the server mailed (a ``confirm`` or
+    ``reset`` line that worked)?"""
+    for r in results:
+        words = r.line.text.split(None, 1)
+        if r.ok and words and words[0].lower() in CODE_COMMANDS:
+            return True
+    return False
+
+
+def hold_note(s: Session, address: str, now: datetime, mail: str, proven: bool) -> str | None:
+    """What the reply to a mail from ``address`` says of a hold on it (None:
+    there is none).  The hold is lifted only if the mail ``proven`` its
+    sender (a password or a code): a From is no proof, anyone can write it."""
+    if s.connection().execute(_HELD, {"address": address.lower()}).first() is None:
+        return None  # the common case, one plain SELECT
+    if proven:
+        lift_hold(s, address, now, "system", f"{mail} came from it with a password or a code")
+        return ("Mail from the server to your address had bounced, so it had stopped writing to you. "
+                "Your mail shows the address works: you get the server's mail again from now on.")
+    return ("Mail from the server to your address bounced repeatedly, so it is not writing to it. This mail did "
+            "not change that: only a mail with your $$password$$ (or a confirm code) from this address does, "
+            "since anyone can put an address in a From line.")
 
 
 def lift_hold(s: Session, address: str, now: datetime, actor: str, why: str) -> bool:

@@ -10,6 +10,7 @@ carried from every text before it becomes a message.
 from __future__ import annotations
 
 import base64
+import functools
 import re
 import textwrap
 from collections.abc import Set as AbstractSet
@@ -20,8 +21,10 @@ from email.message import EmailMessage
 from email.policy import Policy
 from email.utils import format_datetime, formataddr, make_msgid
 from html import escape as html_escape
+from importlib import resources
 from typing import Any
 
+import css_inline
 from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound, select_autoescape
 
 from games.base import Result, Section
@@ -66,6 +69,15 @@ def is_board_line(line: str) -> bool:
     return drawn >= 8 and 3 * drawn >= len(chars)
 
 
+def is_link_line(line: str) -> bool:
+    """A line that is one web address (the own-view and unsubscribe links):
+    never wrapped, since a wrapped address no longer opens."""
+    return bool(_LINK_LINE.fullmatch(line))
+
+
+_LINK_LINE = re.compile(r"\s*https?://\S+")
+
+
 def fit_lines(text: str, width: int = 72, limit: int = MAX_LINE) -> str:
     """Every line longer than ``limit`` that is not a board line, wrapped at
     ``width``: continuation lines keep the line's indent (and its ``> `` if it
@@ -90,13 +102,153 @@ def fit_lines(text: str, width: int = 72, limit: int = MAX_LINE) -> str:
 
 def text_html(text: str) -> str:
     """Plain server text (a report's footer: deadline, seed lines, "No orders
-    from ...") as HTML paragraphs, so that the HTML part carries it too."""
+    from ...") as HTML paragraphs, so that the HTML part carries it too.  The
+    seed lines (a 64-digit hash or seed and the line naming it) become a
+    ``<p class="proof">``, which the layout moves to the mail's end in small
+    type (:func:`arrange`)."""
     paras = []
     for para in re.split(r"\n\s*\n", text.strip("\n")):
-        lines = [html_escape(line.strip()) for line in para.split("\n") if line.strip()]
-        if lines:
-            paras.append('<p class="facts">' + "<br>\n".join(lines) + "</p>")
+        lines = [line.strip() for line in para.split("\n") if line.strip()]
+        facts: list[str] = []
+        proof: list[str] = []
+        for line in lines:
+            if _HASH.fullmatch(line):
+                if facts and facts[-1].endswith(":"):
+                    proof.append(html_escape(facts.pop()))
+                proof.append(f'<code class="hash">{line}</code>')
+            else:
+                facts.append(line)
+        if facts:
+            paras.append('<p class="facts">' + "<br>\n".join(html_escape(f) for f in facts) + "</p>")
+        if proof:
+            paras.append('<p class="proof">' + "<br>\n".join(proof) + "</p>")
     return "\n".join(paras)
+
+
+#: a seed or its SHA-256 as the reports print them
+_HASH = re.compile(r"[0-9a-f]{64}")
+#: the lines of a report's footer that say what is due next (play/turns.py)
+_DEADLINE = re.compile(r"^Next deadline: (.+)$", re.M)
+_OPEN_TURN = re.compile(r"^SHA-256 of the seed of (.+ \d+):$", re.M)
+
+
+def next_action(text: str) -> str | None:
+    """What the reader must do next and by when, from a mail's text: a report
+    names the open turn (its seed's hash) and the next deadline, e.g. "Your
+    orders for week 3 are due Sat 2026-12-05 12:00 UTC."; a mail with only
+    the deadline says that; None for a mail without one."""
+    due = _DEADLINE.search(text)
+    if due is None:
+        return None
+    turn = _OPEN_TURN.search(text)
+    if turn is None:
+        return f"Next deadline: {due.group(1).strip()}."
+    return f"Your orders for {turn.group(1)} are due {due.group(1).strip()}."
+
+
+_NEXT_PARA = re.compile(r'<p class="next">.*?</p>\n?', re.S)
+_PROOF_PARA = re.compile(r'<p class="proof">.*?</p>\n?', re.S)
+
+
+def arrange(html: str, lead: str | None) -> tuple[str, str, str]:
+    """(what comes first, the body, what comes last) of a mail's HTML part:
+    the reader's next action first (``lead``, and any ``<p class="next">`` a
+    template wrote), the seed lines (``<p class="proof">``) last."""
+    firsts = _NEXT_PARA.findall(html)
+    proofs = _PROOF_PARA.findall(html)
+    body = _PROOF_PARA.sub("", _NEXT_PARA.sub("", html))
+    if lead and not firsts:
+        firsts = [f'<p class="next">{html_escape(lead)}</p>']
+    return "".join(firsts), body, "".join(proofs)
+
+
+#: the stylesheet of the web pages, and the rules of the boards (mail and web)
+WEB_STYLESHEET = ("web", "pbm.css")
+BOARD_STYLESHEET = ("boards.css",)
+#: rules of the web stylesheet for the page around the content: not in mail
+_WEB_ONLY = re.compile(r"\s*(?:\*\s*$|(?:header|main|footer|svg|figure|figcaption|\.chart|tr\.rolled-back)\b)")
+
+
+def css_blocks(css: str) -> list[tuple[str, str]]:
+    """The top-level rules of a stylesheet as (prelude, body); an at-rule's
+    body holds its own rules."""
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    out: list[tuple[str, str]] = []
+    depth, start, prelude = 0, 0, ""
+    for i, ch in enumerate(css):
+        if ch == "{":
+            if depth == 0:
+                prelude, start = css[start:i].strip(), i + 1
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                out.append((prelude, css[start:i].strip()))
+                start = i + 1
+    return out
+
+
+def _mail_rules(css: str, names: dict[str, str]) -> list[str]:
+    """The rules of ``css`` a mail uses, ``var(--x)`` written out."""
+    rules = []
+    for prelude, body in css_blocks(css):
+        if prelude == ":root":
+            continue
+        if prelude.startswith("@"):
+            inner = _mail_rules(body, names)
+            if inner:
+                rules.append(prelude + " { " + " ".join(inner) + " }")
+            continue
+        selectors = [s for s in prelude.split(",") if not _WEB_ONLY.match(s)]
+        if selectors:
+            body = re.sub(r"var\((--[\w-]+)\)", lambda m: names.get(m.group(1), m.group(0)), body)
+            rules.append(", ".join(s.strip() for s in selectors) + " { " + body + " }")
+    return rules
+
+
+#: rules for the many cells of a big board (rmpm's 625 fields): written once
+#: in the <style>, not into every cell, which would take an rmpm report past
+#: the 102 kB at which Gmail clips a mail; a client without <style> still
+#: shows the board, plainer (its chips, fences and owned fields are inlined)
+HEAD_ONLY = ("table.rmpm td {", "table.rmpm th {")
+
+
+def split_stylesheet(css: str) -> tuple[str, str]:
+    """(the rules to write inline, the rules kept only in the <style>)."""
+    inline: list[str] = []
+    head: list[str] = []
+    for line in css.split("\n"):
+        (head if line.startswith(HEAD_ONLY) else inline).append(line)
+    return "\n".join(inline), "\n".join(head)
+
+
+@functools.lru_cache(maxsize=1)
+def mail_stylesheet() -> str:
+    """The look of every mail's HTML part, made from the web's stylesheet
+    (templates/web/pbm.css: its colours, fonts, tables, pre) and the boards'
+    (templates/boards.css): the page layout rules left out and the
+    ``:root`` colours written into the rules (mail clients know no CSS
+    variables)."""
+    root = resources.files(TEMPLATE_PACKAGE)
+    web = root.joinpath(*WEB_STYLESHEET).read_text(encoding="utf-8")
+    boards = root.joinpath(*BOARD_STYLESHEET).read_text(encoding="utf-8")
+    names: dict[str, str] = {}
+    for prelude, body in css_blocks(web):
+        if prelude == ":root":
+            names.update(re.findall(r"(--[\w-]+)\s*:\s*([^;]+?)\s*(?:;|$)", body))
+    return "\n".join(_mail_rules(web, names) + _mail_rules(boards, names))
+
+
+#: writes the stylesheet into style attributes (Gmail and Outlook drop or
+#: ignore a <style>); what cannot be inlined (@media) stays in the <style>
+_INLINER = css_inline.CSSInliner(keep_style_tags=False, keep_at_rules=True, load_remote_stylesheets=False)
+
+
+def inline_styles(html: str, head: str = "") -> str:
+    """``html`` with its <style> written into style attributes, and
+    ``head`` (rules not to inline) in a <style> of its own."""
+    out = _INLINER.inline(html)
+    return out.replace("</head>", f"<style>\n{head}\n</style></head>", 1) if head else out
 
 
 def thread_root(domain: str, game: str, game_id: int, thread: str | None = None) -> str:
@@ -191,6 +343,27 @@ def thread_references(thread: str | None, references: list[str], in_reply_to: st
     return [root, *rest[-KEEP_REFERENCES:]] if rest else [root]
 
 
+#: the footer's lines are at most this long (as prose), however long the domain
+FOOTER_WIDTH = 72
+
+
+def footer(domain: str, server: str, width: int = FOOTER_WIDTH) -> str:
+    """The footer under every mail's ``-- `` line: its phrases joined on a
+    line while they fit ``width``, so that a line never breaks inside a
+    phrase (a long domain moves the next phrase to a line of its own, where
+    fit_lines finds nothing to wrap unless the address alone is longer than
+    a line)."""
+    phrases = [f"pbm-server at {domain}:", f'mail "help" to {server} for the commands,',
+               "\"help KIND\" for a game's rules,", "\"games\" for the games you can join."]
+    lines = [phrases[0]]
+    for phrase in phrases[1:]:
+        if len(lines[-1]) + 1 + len(phrase) <= width:
+            lines[-1] += " " + phrase
+        else:
+            lines.append(phrase)
+    return "\n".join(lines)
+
+
 def make_environment() -> Environment:
     env = Environment(
         loader=PackageLoader(TEMPLATE_PACKAGE, "."),
@@ -219,6 +392,39 @@ def redact(text: str, secrets: set[str]) -> str:
             if len(secret) >= 6:
                 text = text.replace(secret, MASK)
     return text
+
+
+#: of refused lines refused the same way, only the first this many are echoed
+SAME_REFUSALS_SHOWN = 5
+_QUOTED_PART = re.compile(r"'[^']*'|\"[^\"]*\"|\d+")
+
+
+def refusal_kind(message: str) -> str:
+    """What refusals have in common when they are "the same": the message
+    with what it quotes of the line (a word, a number) left out."""
+    return _QUOTED_PART.sub("_", message)
+
+
+def fold_refused(results: list[Result]) -> tuple[list[Result], list[str]]:
+    """The results to echo, and after each the line that says how many more
+    lines were refused the same way and not echoed ("" for none): of each
+    kind of refusal (:func:`refusal_kind`) the first SAME_REFUSALS_SHOWN."""
+    by_kind: dict[str, list[int]] = {}
+    for i, r in enumerate(results):
+        if not r.ok:
+            by_kind.setdefault(refusal_kind(r.message), []).append(i)
+    hidden: set[int] = set()
+    after: dict[int, str] = {}
+    for found in by_kind.values():
+        rest = found[SAME_REFUSALS_SHOWN:]
+        if rest:
+            hidden.update(rest)
+            n = len(rest)
+            after[found[SAME_REFUSALS_SHOWN - 1]] = (
+                f"... and {n} more line{'s' if n != 1 else ''} refused the same way "
+                f"(up to {results[rest[-1]].line.where}), not shown")
+    shown = [i for i in range(len(results)) if i not in hidden]
+    return [results[i] for i in shown], [after.get(i, "") for i in shown]
 
 
 @dataclass
@@ -280,8 +486,10 @@ class Composer:
             if rendered not in sections:
                 sections.append(rendered)
         notes = list(reply.notes)
+        shown, more = fold_refused(reply.results)
         data = {
-            "results": reply.results,
+            "results": shown,
+            "more": more,
             "notes": notes,
             "orders": reply.orders,
             "order_title": reply.order_title,
@@ -307,13 +515,14 @@ class Composer:
                 notes[-1] = self._cut_note(len(sections) - len(kept))
                 text = self._render("server/reply.txt", data)
             sections = kept
-        if max_bytes is not None and len(text.encode()) > max_bytes and reply.results:
+        if max_bytes is not None and len(text.encode()) > max_bytes and shown:
             # the answers to the lines alone are too long (hundreds of unknown lines)
-            results = list(reply.results)
+            results = shown
 
             def cut_at(k: int) -> str:
                 which = f"the lines after {results[k - 1].line.where}" if k else "your lines"
                 data["results"] = results[:k]
+                data["more"] = more[:k]
                 data["notes"] = notes + [f"The answers to {which} were cut: the reply was too long "
                                          "for a mail without a password."]
                 return self._render("server/reply.txt", data)
@@ -330,6 +539,17 @@ class Composer:
         if any(h for _, _, h in sections):
             html = self._render("server/reply.html", data)
         return Rendered(text, html)
+
+    def html_part(self, layout: dict[str, str], body: str, lead: str | None, title: str) -> str:
+        """The HTML part: the layout around ``body``, the reader's next action
+        first and the seed lines last (:func:`arrange`), styled by the web's
+        stylesheet (:func:`mail_stylesheet`), written inline for the clients
+        that drop a <style>."""
+        first, middle, last = arrange(body, lead)
+        inline, head = split_stylesheet(mail_stylesheet())
+        page = self._render("layout.html", {**layout, "first": first, "body": middle, "last": last, "title": title,
+                                            "css": inline})
+        return inline_styles(page, head)
 
     @staticmethod
     def _cut_note(n: int) -> str:
@@ -352,16 +572,22 @@ class Composer:
         secrets: AbstractSet[str] = frozenset(),
         from_name: str = "pbm-server",
         thread: str | None = None,
+        unsubscribe: tuple[str, str] | None = None,
     ) -> tuple[str, bytes]:
         """A complete message; returns (Message-ID, bytes).  ``from_name``: the
         From's display name (relayed press names the game and its sender).
         ``thread``: the root (:func:`thread_root`) of the game or board the
         mail belongs to: put first in References, and in In-Reply-To of a mail
-        that answers no mail of its recipient."""
+        that answers no mail of its recipient.  ``unsubscribe``: (https URL,
+        mailto URL) of a mail a recipient may stop: List-Unsubscribe with
+        List-Unsubscribe-Post, one click (RFC 8058; play/streams.py)."""
         domain = self.settings.domain
         greeting = f"Hello {to_name}," if to_name else "Hello,"
-        layout = {"greeting": greeting, "domain": domain, "server": self.settings.server_address}
-        text = fit_lines(self._render("layout.txt", {**layout, "body": redact(body.text, set(secrets))})) + "\n"
+        server = self.settings.server_address
+        layout = {"greeting": greeting, "domain": domain, "server": server, "footer": footer(domain, server)}
+        plain = redact(body.text, set(secrets))
+        lead = next_action(plain)
+        text = fit_lines(self._render("layout.txt", {**layout, "lead": lead, "body": plain})) + "\n"
         msg = EmailMessage(policy=POLICY)
         msg["From"] = formataddr((from_name, f"{from_local}@{domain}"))
         msg["To"] = to_addr
@@ -372,6 +598,9 @@ class Composer:
         msg["Auto-Submitted"] = auto
         msg["X-Auto-Response-Suppress"] = "All"
         msg["X-Loop"] = f"pbm@{domain}"
+        if unsubscribe is not None:
+            msg["List-Unsubscribe"] = f"<{unsubscribe[0]}>, <{unsubscribe[1]}>"
+            msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
         if in_reply_to:
             msg["In-Reply-To"] = in_reply_to
             msg["References"] = " ".join(thread_references(thread, references or [], in_reply_to))
@@ -380,10 +609,8 @@ class Composer:
             msg["References"] = thread
         msg.set_content(text, cte="quoted-printable")
         if body.html is not None:
-            html = self._render(
-                "layout.html", {**layout, "body": redact(body.html, set(secrets)), "title": msg["Subject"]}
-            )
-            msg.add_alternative(html, subtype="html", cte="quoted-printable")
+            msg.add_alternative(self.html_part(layout, redact(body.html, set(secrets)), lead, str(msg["Subject"])),
+                                subtype="html", cte="quoted-printable")
         # CRLF line ends: smtplib sends bytes as they are, and SMTP needs CRLF.  An
         # address outside ASCII is written as it is (RFC 6532): an encoded word is not
         # allowed inside an address; such a mail goes only with SMTPUTF8 (outbound.py)

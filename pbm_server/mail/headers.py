@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
+from email.headerregistry import HeaderRegistry, UnstructuredHeader
 from email.policy import EmailPolicy
 from typing import Any
 
@@ -58,28 +61,180 @@ def clean_msgids(values: list[str] | None, keep: int = 10) -> list[str]:
 _LINESEP = re.compile(r"\n|\r")
 
 
-#: longer header values are parsed every time, not kept (the cache stays small)
-_CACHED_CHARS = 1000
-
-
-@functools.lru_cache(maxsize=2048)
-def _cached(kind: Any, name: str, value: str) -> Any:
-    return kind(name, value)
-
-
 @functools.lru_cache(maxsize=256)
 def _kind(factory: Any, name: str) -> Any:
     # the header class of a name: the registry makes a new class on every look
     return factory[name]
 
 
-def _parsed(factory: Any, name: str, value: str) -> Any:
-    if len(name) > 100:
-        return factory(name, value)
-    kind = _kind(factory, name.lower())
-    if len(value) > _CACHED_CHARS:
-        return kind(name, value)
-    return _cached(kind, name, value)
+# -- caps on a header's value, before the email package parses it -------------------------
+# The email package's header parser grows with the square of some counts (a
+# From of 10,000 folded ``=?utf-8?q?a?=`` words took 1.5 GB) and re-parses a
+# long value on every read.  No value beyond these caps reaches it: the mail's
+# own headers are checked first (:func:`oversized`: the mail is not read, the
+# sender is told which header and what limit), and every value the policy
+# parses (a MIME part's headers too) is cut to them (:func:`bounded`).
+
+#: longest header value read, folding undone (RFC 5322 lines are 998
+#: characters; References of 100 message ids are about 6,000)
+MAX_HEADER_CHARS = 8_000
+#: most RFC 2047 encoded words (``=?charset?q?...?=``) in one header
+MAX_ENCODED_WORDS = 200
+#: most addresses in one address header (From, To, Cc, ...)
+MAX_ADDRESSES = 100
+#: most message ids in References or In-Reply-To
+MAX_MSGIDS = 100
+#: most parameters of a Content-Type or Content-Disposition
+MAX_PARAMS = 100
+#: most header fields in a mail's (or a part's) header block
+MAX_FIELDS = 500
+#: most comments ``(...)`` in a structured header (the parser nests them by recursion)
+MAX_COMMENTS = 50
+#: header text the email package may parse for one mail (each value not in
+#: the cache counts its length and 20 more); at its worst the parser takes
+#: about 33 microseconds a character (a From of 4,000 words), so this bounds
+#: what parsing one mail's headers costs to well under a second of CPU
+MAX_PARSED_CHARS = 20_000
+
+_ADDRESS_HEADERS = frozenset({"from", "sender", "reply-to", "to", "cc", "bcc", "resent-from", "resent-sender",
+                              "resent-to", "resent-cc", "resent-bcc", "return-path", "disposition-notification-to"})
+_ID_HEADERS = frozenset({"references", "in-reply-to", "message-id", "resent-message-id"})
+_PARAM_HEADERS = frozenset({"content-type", "content-disposition"})
+#: the headers the email package parses by a grammar (not as free text)
+_STRUCTURED = frozenset(name for name, kind in HeaderRegistry().registry.items()
+                        if not issubclass(kind, UnstructuredHeader))
+
+
+def _counted(name: str) -> list[tuple[str, int, str]]:
+    """(what is counted, its cap, how the limit is said) for a header name."""
+    low = name.lower()
+    caps = [("=?", MAX_ENCODED_WORDS, "encoded words (=?...?=)")]
+    if low in _ADDRESS_HEADERS:
+        caps += [("@", MAX_ADDRESSES, "addresses (@)"), (",", MAX_ADDRESSES, "addresses (commas)")]
+    if low in _ID_HEADERS:
+        caps.append(("<", MAX_MSGIDS, "message ids (<...>)"))
+    if low in _PARAM_HEADERS:
+        caps.append((";", MAX_PARAMS, "parameters (;)"))
+    if low in _STRUCTURED or low in _ADDRESS_HEADERS:
+        caps.append(("(", MAX_COMMENTS, "comments (...)"))
+    return caps
+
+
+def over_cap(name: str, value: str) -> str | None:
+    """What makes a header value too large to read ("it has 10,000 encoded
+    words (=?...?=); at most 200 are read"), or None."""
+    for mark, cap, what in _counted(name):
+        found = value.count(mark)
+        if found > cap:
+            return f"it has {found:,} {what}; at most {cap:,} are read"
+    if len(value) > MAX_HEADER_CHARS:
+        return f"it is {len(value):,} characters long; at most {MAX_HEADER_CHARS:,} are read"
+    return None
+
+
+def oversized(items: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """(header name, why) of each header of a mail's header block (its raw,
+    unparsed (name, value) pairs) beyond the caps; the block itself if it
+    has more than MAX_FIELDS fields."""
+    if len(items) > MAX_FIELDS:
+        return [("(all)", f"the mail has {len(items):,} header fields; at most {MAX_FIELDS} are read")]
+    found = []
+    for name, value in items:
+        why = over_cap(name, str(value))
+        if why is not None:
+            found.append((str(name)[:100], why))
+    return found
+
+
+def _cut_at(value: str, mark: str, keep: int) -> str:
+    """``value`` up to the ``keep``+1-th ``mark`` in it."""
+    at = -1
+    for _ in range(keep + 1):
+        at = value.find(mark, at + 1)
+        if at < 0:
+            return value
+    return value[:at]
+
+
+def bounded(name: str, value: str) -> str:
+    """``value`` cut to the caps of its header (see :func:`over_cap`)."""
+    value = value[:MAX_HEADER_CHARS]
+    for mark, cap, _ in _counted(name):
+        if value.count(mark) > cap:
+            value = _cut_at(value, mark, cap)
+    return value
+
+
+#: longer header values are parsed every time, not kept (the cache stays small)
+_CACHED_CHARS = 1000
+_CACHE_SIZE = 2048
+
+
+class HeaderBudgetSpent(Exception):
+    """A mail's headers would cost more to parse than MAX_PARSED_CHARS allows."""
+
+
+class HeaderBudget:
+    """What is left of one mail's MAX_PARSED_CHARS (see :func:`reading_policy`)."""
+
+    def __init__(self, chars: int = MAX_PARSED_CHARS):
+        self.left = chars
+        self.spent = False
+        #: this mail's values too long for the shared cache, parsed once
+        self.memo: dict[tuple[str, str], Any] = {}
+
+    def charge(self, value: str) -> None:
+        self.left -= len(value) + 20
+        if self.left < 0:
+            self.spent = True
+        if self.spent:
+            raise HeaderBudgetSpent(f"more than {MAX_PARSED_CHARS:,} characters of header text to parse")
+
+
+class _Parsed:
+    """The header objects of the values parsed lately (a small LRU shared by
+    the threads of a process; a lookup never parses)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict[tuple[Any, str, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, str, str]) -> Any:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[Any, str, str], parsed: Any) -> None:
+        with self._lock:
+            self._items[key] = parsed
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_CACHE = _Parsed(_CACHE_SIZE)
+
+
+def _parsed(factory: Any, name: str, value: str, budget: HeaderBudget | None = None) -> Any:
+    """The header object of ``value`` cut to its caps; a value not in the
+    cache is charged to ``budget`` (if any) before it is parsed."""
+    value = bounded(name, value)
+    kind = _kind(factory, name.lower()) if len(name) <= 100 else None
+    key = (kind, name, value)
+    shared = kind is not None and len(value) <= _CACHED_CHARS
+    found = _CACHE.get(key) if shared else budget.memo.get((name, value)) if budget is not None else None
+    if found is not None:
+        return found
+    if budget is not None:
+        budget.charge(value)
+    parsed = factory(name, value) if kind is None else kind(name, value)
+    if shared:
+        _CACHE.put(key, parsed)
+    elif budget is not None:
+        budget.memo[(name, value)] = parsed
+    return parsed
 
 
 class OncePolicy(EmailPolicy):
@@ -89,12 +244,19 @@ class OncePolicy(EmailPolicy):
     write.  Header objects are immutable strings, so the same object serves
     every mail with the same name and value (Content-Type, MIME-Version,
     Auto-Submitted ...).  The cache holds at most 2,048 values of at most
-    1,000 characters each (about 2 MB at worst), kept in this process only."""
+    1,000 characters each (about 2 MB at worst), kept in this process only.
+
+    Every value is cut to its caps (:func:`bounded`) before it is parsed;
+    a policy made by :func:`reading_policy` also charges what it parses to
+    the mail's :class:`HeaderBudget` and raises HeaderBudgetSpent past it."""
+
+    #: the budget of the mail being read (None: no limit, for our own mails)
+    budget: HeaderBudget | None = None
 
     def header_fetch_parse(self, name: str, value: Any) -> Any:
         if hasattr(value, "name"):
             return value
-        return _parsed(self.header_factory, name, "".join(_LINESEP.split(value)))
+        return _parsed(self.header_factory, name, "".join(_LINESEP.split(value)), self.budget)
 
     def header_max_count(self, name: str) -> Any:
         return _kind(self.header_factory, name.lower()).max_count if len(name) <= 100 else super().header_max_count(name)
@@ -111,3 +273,10 @@ class OncePolicy(EmailPolicy):
 POLICY = OncePolicy()
 #: writing for SMTP (CRLF line ends), the same otherwise
 SMTP_POLICY = POLICY.clone(linesep="\r\n")
+
+
+def reading_policy() -> OncePolicy:
+    """POLICY with a fresh :class:`HeaderBudget`: for reading one mail from outside."""
+    policy = POLICY.clone()
+    object.__setattr__(policy, "budget", HeaderBudget())  # policies are read-only, but for their own code
+    return policy

@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, cast
+from typing import TYPE_CHECKING, Any, AnyStr, Concatenate, cast
 
 from sqlalchemy import CursorResult, Table, insert, select, text
 from sqlalchemy.pool import PoolProxiedConnection
@@ -461,6 +461,12 @@ def _limited_smtp_class() -> Callable[Concatenate[InboundHandler, SessionLimits,
                 self.limits.give_back(self.client)
             super().connection_lost(error)
 
+        async def push(self, status: AnyStr) -> None:
+            # aiosmtpd's 552 does not say the limit: ours does
+            if isinstance(status, str) and status.startswith("552 ") and self.data_size_limit:
+                status = too_large(self.data_size_limit)
+            await super().push(status)
+
         async def _handle_client(self) -> None:
             if not self.admitted:
                 log.warning("refused an SMTP session from %s: too many connections", self.client)
@@ -471,6 +477,12 @@ def _limited_smtp_class() -> Callable[Concatenate[InboundHandler, SessionLimits,
             await super()._handle_client()
 
     return LimitedSMTP
+
+
+def too_large(limit: int) -> str:
+    """The 552 answer to a mail over the size limit: it says the limit."""
+    return (f"552 5.3.4 Message too large: this server takes mails of at most {limit:,} bytes "
+            f"({limit / 1_048_576:.1f} MiB, attachments included); send a shorter mail")
 
 
 def make_controller(settings: Settings, handler: InboundHandler) -> Controller:

@@ -11,7 +11,6 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from email.utils import getaddresses, parseaddr
@@ -20,13 +19,31 @@ from typing import cast
 from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
 
 from games.base import Line
-from pbm_server.mail.headers import POLICY, clean_text
+from pbm_server.mail.headers import (
+    MAX_FIELDS,
+    HeaderBudgetSpent,
+    clean_text,
+    over_cap,
+    oversized,
+    reading_policy,
+)
 from pbm_server.mail.replies import SentMail, normalise, own_lines
+from pbm_server.mail.senderauth import raw_header, read_from
 
 #: at most this many command lines are read from one mail
 MAX_LINES = 300
+#: the most distinct passwords taken from the lines after MAX_LINES (enough
+#: for classify.MAX_SECRETS to see that a mail carries too many)
+_MAX_PASSWORDS_BEYOND = 100
 #: longer lines are cut (nobody types a 500-character command)
 MAX_LINE_CHARS = 500
+#: a mail with more MIME parts than this is not read (each part costs a parse)
+MAX_PARTS = 1000
+#: nor one whose parts nest deeper than this (message/rfc822 counts as a level)
+MAX_DEPTH = 20
+#: a mail's headers kept when it has more than MAX_FIELDS (to answer it, and to tell whether to)
+_ESSENTIAL = ("from", "to", "subject", "message-id", "date", "auto-submitted", "precedence", "return-path", "x-loop",
+              "x-auto-response-suppress")
 
 PASSWORD_RE = re.compile(r"\$\$(.+?)\$\$")
 _SUBJECT_PREFIX = re.compile(r"^\s*((re|aw|sv|fw|fwd|wg|tr)\s*(\[\d+\])?\s*:\s*)+", re.I)
@@ -48,6 +65,11 @@ class IncomingMail:
     content_type: str = "text/plain"
     #: what the reply should say about how the body was read (a PGP signature not checked ...)
     notes: list[str] = field(default_factory=list)
+    #: why no line of the mail was read (a header beyond the caps, nested too
+    #: deeply, too many parts: headers.py); None: it was read
+    unread: str | None = None
+    #: why the From cannot carry a password: its display name shows another address (senderauth.read_from)
+    from_problem: str | None = None
 
 
 def _header(msg: EmailMessage, name: str) -> str:
@@ -91,16 +113,48 @@ def _decode_part(part: Message) -> str:
     return payload.decode("latin-1", errors="replace")
 
 
-def _body(msg: EmailMessage) -> tuple[str, bool]:
+def _body_part(msg: EmailMessage) -> Message | None:
+    """The part whose text is read: the plain part, else the HTML part."""
     try:
         part = msg.get_body(preferencelist=("plain", "html"))
     except Exception:
         part = None
+    if part is None and not msg.is_multipart() and msg.get_content_maintype() == "text":
+        part = msg
+    return part
+
+
+#: at most this many unread attachments are named in the reply
+_NAMED_ATTACHMENTS = 3
+
+
+def attachments_note(msg: EmailMessage) -> str | None:
+    """What the reply says of the mail's attachments, which are never read
+    (orders in ``orders.txt``): None if it has none."""
+    read = _body_part(msg)
+    names: list[str] = []
+    try:
+        for part in msg.walk():
+            if part is read or part.is_multipart():
+                continue
+            filename = part.get_filename()
+            if part.get_content_disposition() == "attachment" or (filename and part.get_content_maintype() == "text"):
+                names.append(clean_text(str(filename or part.get_content_type()), limit=60))
+    except Exception:  # a part the parser cannot describe: it is not read either
+        pass
+    if not names:
+        return None
+    shown = ", ".join(names[:_NAMED_ATTACHMENTS]) + (f" and {len(names) - _NAMED_ATTACHMENTS} more"
+                                                     if len(names) > _NAMED_ATTACHMENTS else "")
+    which = f"attachment {shown} was" if len(names) == 1 else f"attachments {shown} were"
+    return (f"The {which} not read: the server reads only the text of the mail itself. "
+            "Write your commands or orders in the mail, not in an attachment.")
+
+
+def _body(msg: EmailMessage) -> tuple[str, bool]:
+    part = _body_part(msg)
     if part is None:
-        if not msg.is_multipart() and msg.get_content_maintype() == "text":
-            part = msg
-        else:
-            return "", False
+        return "", False
     text = _decode_part(part)
     try:
         flowed = str(part.get_param("format") or "").lower() == "flowed"
@@ -111,14 +165,134 @@ def _body(msg: EmailMessage) -> tuple[str, bool]:
         text = decode_flowed(text, delsp)
     if part.get_content_subtype() == "html":
         try:
-            return html_to_text(text), True
+            converted = html_to_text(text)
         except Exception:
-            return re.sub(r"<[^>]*>", " ", text), True
+            converted = re.sub(r"<[^>]*>", " ", text)
+        # the converter indents the text of nested blocks (<div><div>): the
+        # indent is no part of what was written, and a "-- " signature line
+        # must read as one (replies.py) in HTML as in text
+        return "\n".join(line.lstrip() for line in converted.split("\n")), True
     return text, False
 
 
+def _parse(raw: bytes) -> tuple[EmailMessage, str | None]:
+    """The mail parsed, and why its body is not read (None: it is).  Its
+    own header block is checked against the caps (headers.py) before any of
+    it is parsed; then its MIME parts are counted; then it is parsed, with
+    its header text bounded by the policy's budget and its nesting checked."""
+    blank = _BLANK_LINE.search(raw)  # only the header block: the body is read once, below
+    head = cast(EmailMessage, BytesParser(policy=reading_policy()).parsebytes(raw[:blank.end()] if blank else raw,
+                                                                              headersonly=True))
+    items = [(str(name), str(value)) for name, value in head.raw_items()]
+    too_large = oversized(items)
+    if too_large:
+        return _kept(items, too_large), _too_large_note(too_large)
+    nested = (f"this mail is nested too deeply: its MIME parts lie more than {MAX_DEPTH} levels within each other; "
+              f"at most {MAX_DEPTH} levels are read.")
+    if _nesting(raw) > MAX_DEPTH:
+        return head, nested
+    if _parts(raw) > MAX_PARTS:
+        return head, f"it has more than {MAX_PARTS:,} MIME parts; at most {MAX_PARTS:,} are read."
+    try:
+        msg = cast(EmailMessage, BytesParser(policy=reading_policy()).parsebytes(raw))
+        if _depth(msg) <= MAX_DEPTH:
+            return msg, None
+    except RecursionError:
+        pass
+    except HeaderBudgetSpent as exc:
+        return _kept(items, []), f"its headers (its MIME parts' too) hold {exc}; send a simpler mail."
+    return _kept(items, []), nested
+
+
+def _too_large_note(too_large: list[tuple[str, str]]) -> str:
+    name, why = too_large[0]
+    if name == "(all)":
+        return f"its header is too large: {why}."
+    more = ""
+    if len(too_large) > 1:
+        more = f" (and {len(too_large) - 1} more header{'s' if len(too_large) > 2 else ''} too large)"
+    return f"its {clean_text(name, 100)} header is too large: {why}{more}."
+
+
+def _kept(items: list[tuple[str, str]], drop: list[tuple[str, str]]) -> EmailMessage:
+    """A header-only message of the mail's header fields within the caps (of
+    the essential ones only, if it has more than MAX_FIELDS); at most 50."""
+    dropped = {name.lower() for name, _ in drop}
+    only_essential = "(all)" in dropped or len(items) > MAX_FIELDS
+    kept = EmailMessage(policy=reading_policy())
+    for name, value in items:
+        low = name.lower()
+        if (only_essential and low not in _ESSENTIAL) or low in dropped or over_cap(name, value) is not None:
+            continue
+        kept.set_raw(name, value)
+        if len(kept) >= 50:
+            break
+    return kept
+
+
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+_DASH_LINE = re.compile(rb"^--[^\r\n]*", re.M)
+_MULTIPART = re.compile(rb"^content-type:[ \t]*(\r?\n[ \t]+)?multipart/", re.I | re.M)
+
+
+def _parts(raw: bytes) -> int:
+    """At least as many as the mail's MIME parts (every line that begins with
+    ``--`` and does not end with it may open one); 0 if no part of it is
+    multipart."""
+    if not _MULTIPART.search(raw):
+        return 0
+    return sum(1 for line in _DASH_LINE.findall(raw) if not line.rstrip().endswith(b"--"))
+
+
+_BOUNDARY = re.compile(rb'boundary\s*=\s*(?:"([^"\r\n]*)"|([^\s;"]+))', re.I)
+
+
+def _nesting(raw: bytes) -> int:
+    """How deep the mail's multiparts nest, read from its boundary lines
+    without parsing it: a declared boundary's first ``--B`` line opens its
+    level (inside the levels open), a later one closes the levels opened
+    inside it, ``--B--`` closes its own."""
+    if not _MULTIPART.search(raw):
+        return 1
+    declared = {a or b for a, b in _BOUNDARY.findall(raw)}
+    stack: list[bytes] = []
+    open_: set[bytes] = set()
+    deepest = 0
+    for line in _DASH_LINE.findall(raw):
+        line = line.rstrip()
+        closing = line.endswith(b"--") and line[2:-2] in declared
+        mark = line[2:-2] if closing else line[2:]
+        if mark not in declared:
+            continue
+        if mark in open_:
+            while stack[-1] != mark:
+                open_.discard(stack.pop())
+            if closing:
+                open_.discard(stack.pop())
+        elif not closing:
+            stack.append(mark)
+            open_.add(mark)
+            deepest = max(deepest, len(stack))
+    return deepest + 1
+
+
+def _depth(msg: Message) -> int:
+    """How deep the mail's parts nest (1: not multipart), without recursion."""
+    deepest = 0
+    todo: list[tuple[Message, int]] = [(msg, 1)]
+    while todo:
+        part, level = todo.pop()
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            break
+        payload = part.get_payload() if part.is_multipart() else None
+        if isinstance(payload, list):
+            todo.extend((sub, level + 1) for sub in payload if isinstance(sub, Message))
+    return deepest
+
+
 def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
-    msg = cast(EmailMessage, BytesParser(policy=POLICY).parsebytes(raw))  # the policy's message_factory
+    msg, unread = _parse(raw)
     from_header = _header(msg, "From")
     addr = ""
     try:
@@ -126,9 +300,16 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         addr = pairs[0][1] if pairs else ""
     except Exception:
         addr = parseaddr(from_header)[1]
+    # the addr-spec in <...>, as MTAs and clients read it (senderauth.read_from)
+    addr, from_problem = read_from(raw_header(msg, "From"), addr)
     addr = (addr or envelope_from or "").strip().lower()
-    body, html_only = _body(msg)
-    body, notes = unwrap(body)
+    body, html_only, notes = "", False, list[str]()
+    if unread is None:
+        body, html_only = _body(msg)
+        body, notes = unwrap(body)
+        attached = attachments_note(msg)
+        if attached:
+            notes.append(attached)
     headers = {}
     for name in ("Auto-Submitted", "Precedence", "X-Auto-Response-Suppress", "Return-Path", "X-Loop"):
         value = _header(msg, name)
@@ -161,6 +342,8 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
         auth_results=auth_results,
         content_type=content_type,
         notes=notes,
+        from_problem=from_problem,
+        unread=unread,
     )
 
 
@@ -337,15 +520,37 @@ def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None =
     """The non-blank lines the sender wrote now (see replies.py), numbered by
     their place in the body.  ``sent``: the mails of ours this one answers."""
     lines = Lines()
+    beyond: list[Line] = []
+    seen: set[str] = set()
     for number, line in own_lines(body, sent, domain):
+        if lines.cut_after is not None:
+            # the lines after the cap are not read, but a $$password$$ in them
+            # counts: the password may stand anywhere in the mail
+            _passwords_beyond(number, line, seen, beyond)
+            continue
         text = _clean(line)
         if not text:
             continue
         if len(lines) >= MAX_LINES:
             lines.cut_after = lines[-1].number
-            break
+            _passwords_beyond(number, line, seen, beyond)
+            continue
         lines.append(Line(number, text))
+    lines.extend(beyond)
     return lines
+
+
+def _passwords_beyond(number: int, line: str, seen: set[str], out: list[Line]) -> None:
+    """The ``$$passwords$$`` of a line after the cap, each new one as a line
+    of its own (a line of passwords only: take_passwords leaves no command);
+    at most one more than a mail may carry (classify.MAX_SECRETS refuses it)."""
+    if "$$" not in line or len(seen) > _MAX_PASSWORDS_BEYOND:
+        return
+    for found in PASSWORD_RE.findall(line):
+        pw = found.strip()
+        if pw and pw not in seen and len(seen) <= _MAX_PASSWORDS_BEYOND:
+            seen.add(pw)
+            out.append(Line(number, f"$${pw}$$"))
 
 
 def _starts_with(line: str, head: str) -> bool:
@@ -376,17 +581,18 @@ def subject_command(subject: str, body_lines: Sequence[Line] = ()) -> Line | Non
 def unpaired_secrets(text: str) -> list[str]:
     """What a ``$$`` without its partner may hide (a password wrapped onto two
     lines, a missing closing ``$$``, a stray ``pw$$``): the text after such a
-    ``$$`` to the end of the line and its words, or, for a ``$$`` that ends
-    the line, the word before it."""
+    ``$$`` to the end of the line and its first word, or, for a ``$$`` that
+    ends the line, the word before it.  The other words of the line are
+    ordinary words: they are never masked elsewhere."""
     rest = PASSWORD_RE.sub(" ", text)
     if "$$" not in rest:
         return []
     found: list[str] = []
     parts = rest.split("$$")
     for before, after in zip(parts, parts[1:], strict=False):
-        if after.strip():  # an opening $$: the rest of the line
+        if after.strip():  # an opening $$: the rest of the line, and its first word (a password holds no space)
             found.append(after.strip())
-            found.extend(after.split())
+            found.append(after.split()[0])
         elif before.split():  # a closing $$ at the end: the word before it
             found.append(before.split()[-1])
     return [f for f in found if f]
@@ -444,7 +650,14 @@ _ARF_FIELDS = ("feedback-type", "user-agent", "source-ip", "original-mail-from",
 def abuse_report(raw: bytes) -> str | None:
     """An abuse report (ARF, RFC 5965: multipart/report; report-type=feedback-report)
     summed up on one line of cleaned fields; None for any other mail."""
-    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    try:
+        return _abuse_report(raw)
+    except Exception:  # beyond the caps (headers.py), nested too deeply: not a report we read
+        return None
+
+
+def _abuse_report(raw: bytes) -> str | None:
+    msg = BytesParser(policy=reading_policy()).parsebytes(raw)
     if msg.get_content_type() != "multipart/report":
         return None
     if str(msg.get_param("report-type", "")).lower() != "feedback-report":
@@ -458,7 +671,7 @@ def abuse_report(raw: bytes) -> str | None:
             items = list(payload[0].items())  # the parser reads the fields as a header block
         else:
             text = part.get_payload(decode=True) or b""
-            items = list(BytesParser(policy=policy.default).parsebytes(bytes(text), headersonly=True).items())
+            items = list(BytesParser(policy=reading_policy()).parsebytes(bytes(text), headersonly=True).items())
         for name, value in items:
             if name.lower() in _ARF_FIELDS:
                 found.append(f"{name.lower()}={clean_text(str(value))[:200]}")

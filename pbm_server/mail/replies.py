@@ -46,15 +46,24 @@ from sqlalchemy.orm import Session
 
 from pbm_server.store.models import OutboundMail
 
-#: only this many lines of a body are looked at (commands come first; at
-#: most 300 are read anyway)
+#: only this many lines of a body are looked at with care (commands come
+#: first; at most 300 are read anyway); the lines after them are read cheaply,
+#: for a $$password$$ (own_lines)
 MAX_SCAN_LINES = 2000
 #: only this many of the mails named in References are looked up
 MAX_REFERENCES = 20
+#: only the first this many characters of a line are matched against the
+#: patterns below (an attribution, a header line of a quote, a device line is
+#: never longer); a hostile line of any length costs no more than this
+MAX_PATTERN_CHARS = 1000
 
 OWN, BLANK, QUOTE, SIG = "own", "blank", "quote", "sig"
 
-_QUOTED = re.compile(r"^[ \t]*>")
+#: the mark the server puts before every line of relayed press (play/press.py): a line
+#: that starts with it was written by another player, so it is quoted text, never a
+#: command of the mail it is in (whatever the References say)
+PRESS_MARK = "press|"
+_QUOTED = re.compile(r"^[ \t]*(>|" + re.escape(PRESS_MARK) + ")", re.I)
 _MARKS = re.compile(r"^[\s>|]+")
 
 #: attribution lines, one per client language; each ends with ":"
@@ -91,7 +100,9 @@ _SEPARATOR = re.compile(
 )
 
 #: "Key: value" header lines of an unmarked quote (French puts a space before the colon)
-_HEADER_LINE = re.compile(r"^\s*\**\s*([^\W\d_][^\W_]*(?:\s[^\W\d_][^\W_]*)?)\s*\**\s*:\s*(.*)$")
+#: (possessive quantifiers: the runs of spaces and stars never give back what
+#: they took, which made a line of 64,000 spaces cost 48 s)
+_HEADER_LINE = re.compile(r"^\s*+\**+\s*+([^\W\d_][^\W_]*+(?:\s[^\W\d_][^\W_]*+)?)\s*+\**+\s*+:\s*(.*)$")
 _FROM_KEYS = {
     "from", "von", "de", "fra", "från", "lähettäjä", "от", "od", "van", "da", "mittente",
     "remitente", "expéditeur", "afzender", "avsändare", "feladó",
@@ -324,10 +335,46 @@ def _run_end(seq: list[int], k: int, state: list[str], norms: dict[int, str], kn
 
 
 def classify(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[tuple[str, str]]:
-    """(state, line) for each line of ``body``: own, blank, quote or sig."""
-    lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")[:MAX_SCAN_LINES]
+    """(state, line) for each of the first MAX_SCAN_LINES lines of ``body``:
+    own, blank, quote or sig.  The patterns see each line's first
+    MAX_PATTERN_CHARS characters only."""
+    return _classify(body.replace("\r\n", "\n").replace("\r", "\n").split("\n"), sent, domain)[0]
+
+
+def _classify(whole: list[str], sent: Sequence[SentMail], domain: str | None) -> tuple[list[tuple[str, str]], bool]:
+    """:func:`classify` of the lines ``whole``, and whether the lines after
+    the first MAX_SCAN_LINES may still be the player's (no quote or signature
+    took the rest of the mail)."""
+    whole = whole[:MAX_SCAN_LINES]
+    state = [BLANK if not ln.strip() else QUOTE if _QUOTED.match(ln) else OWN for ln in whole]
+    lines = [ln[:MAX_PATTERN_CHARS] for ln in whole]
+    open_end = _mark_states(lines, state, sent, domain)
+    return list(zip(state, whole, strict=True)), open_end
+
+
+def _tail(lines: list[str], start: int) -> list[tuple[int, str]]:
+    """(number, line) of the player's lines after the first MAX_SCAN_LINES,
+    read cheaply (a mail is bounded by its size, not by its lines): a quoted
+    line is left out, and a signature line, a separator or an attribution
+    ends the player's text."""
+    out: list[tuple[int, str]] = []
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if not line.strip() or _QUOTED.match(line):
+            continue
+        if line.rstrip() == "--" or _SEPARATOR.match(line[:MAX_PATTERN_CHARS]):
+            break
+        head = line[:MAX_PATTERN_CHARS].strip()
+        if len(head) <= 300 and head.endswith(":") and _ATTRIBUTION.search(head):
+            break
+        out.append((i + 1, line))
+    return out
+
+
+def _mark_states(lines: list[str], state: list[str], sent: Sequence[SentMail], domain: str | None) -> bool:
+    """Mark quotes, attributions, signatures and device lines in ``state``;
+    False if a quote or the signature runs to the end of ``lines``."""
     n = len(lines)
-    state = [BLANK if not ln.strip() else QUOTE if _QUOTED.match(ln) else OWN for ln in lines]
     names = _names(sent, domain)
     if sent:
         _mark_ours(lines, state, _Known(sent))
@@ -340,22 +387,22 @@ def classify(body: str, sent: Sequence[SentMail] = (), domain: str | None = None
         line = lines[i]
         if _outlook_header_at(lines, state, i, names):
             _mark_rest(state, i, QUOTE)
-            break
+            return False
         span = _attribution_span(lines, state, i, names, budget)
         if span:
             for x in range(i, i + span):
                 state[x] = QUOTE
             i = _quote_after_attribution(lines, state, i + span)
             if i >= n:
-                break
+                return False
             continue
         if line.rstrip() == "--":
             _mark_rest(state, i, SIG)
-            break
+            return False
         if _is_device_line(line):
             state[i] = SIG
         i += 1
-    return list(zip(state, lines, strict=True))
+    return True
 
 
 def _mark_rest(state: list[str], start: int, mark: str) -> None:
@@ -400,11 +447,21 @@ def _quote_after_attribution(lines: list[str], state: list[str], j: int) -> int:
 
 
 def _is_device_line(line: str) -> bool:
-    """A line a device or app adds below the message ("Sent from my iPhone")."""
-    return len(line.strip()) <= _DEVICE_MAX_CHARS and bool(
-        _DEVICE_LINE.match(line) or (_LIB_DEVICE and _LIB_DEVICE.match(line)))
+    """A line a device or app adds below the message ("Sent from my iPhone").
+    The patterns see the line without the white space around it (each begins
+    with a run of white space, which backtracks over every leading space otherwise)."""
+    text = line.strip()
+    return len(text) <= _DEVICE_MAX_CHARS and bool(
+        _DEVICE_LINE.match(text) or (_LIB_DEVICE and _LIB_DEVICE.match(text)))
 
 
 def own_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None = None) -> list[tuple[int, str]]:
-    """(line number, text) of the lines the player wrote, numbered from 1."""
-    return [(number, line) for number, (state, line) in enumerate(classify(body, sent, domain), start=1) if state == OWN]
+    """(line number, text) of the lines the player wrote, numbered from 1:
+    the first MAX_SCAN_LINES read with care (:func:`classify`), the rest of
+    the mail cheaply (:func:`_tail`)."""
+    whole = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    states, open_end = _classify(whole, sent, domain)
+    own = [(number, line) for number, (state, line) in enumerate(states, start=1) if state == OWN]
+    if open_end and len(whole) > MAX_SCAN_LINES:
+        own.extend(_tail(whole, MAX_SCAN_LINES))
+    return own

@@ -23,7 +23,9 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from games.base import Actor, Command
-from pbm_server.accounts.throttle import OK, THROTTLED, CredentialGate
+from pbm_server.accounts import confirm
+from pbm_server.accounts.passwords import MIN_PASSWORD, VERIFIED, verify_password
+from pbm_server.accounts.throttle import OK, THROTTLED, CredentialGate, unlock_codes
 from pbm_server.base.settings import Settings
 from pbm_server.mail.mailtext import IncomingMail
 from pbm_server.mail.senderauth import unverified_reason
@@ -31,6 +33,11 @@ from pbm_server.pipeline.route import Routed
 from pbm_server.store.db import Database
 from pbm_server.store.lookup import Credentials, account_by_handle, credentials_by_email
 from pbm_server.store.models import Account
+
+#: the most words of one mail looked up in the cache of verified passwords
+MAX_WORDS_LOOKED_UP = 2000
+#: the most words of one mail hashed to see whether one is the sender's password (Sender._password_words)
+MAX_WORD_CHECKS = 2
 
 #: told when someone keeps guessing an account's password: (session, account, blocked until)
 OnLockout = Callable[[Session, Account | Credentials, datetime], None]
@@ -82,10 +89,34 @@ class Sender:
                 acc = account_by_handle(s, words[1])
                 if acc is not None and acc.email == sender:
                     out.verified[(acc.handle_key, words[2])] = self.gate.check(acc, words[2]) == OK
+        out.secrets |= self._password_words(s, routed)
         out.notes.extend(self.gate.notes)
         if self.actor.handle:
             out.emails[self.actor.handle] = sender
         return out
+
+    def _password_words(self, s: Session, routed: Routed) -> set[str]:
+        """The words of a mail without a $$password$$ that are the sender's
+        password written without its marks (``pass s3cret``): masked in all
+        the mail causes.  A word is looked up in the cache of passwords
+        verified lately (passwords.VERIFIED: cheap), and at most
+        MAX_WORD_CHECKS words are hashed.  A mail whose password matched
+        needs none of it (its password is masked anyway); one whose password
+        failed runs no line."""
+        if self.actor.authenticated or self.bad_password or self.throttled or self.actor.handle is None:
+            return set()
+        account = credentials_by_email(s, self.actor.email)
+        if account is None:
+            return set()
+        lines = [*routed.server_lines, *routed.game_lines, *routed.misdirected]
+        words = list(dict.fromkeys(w for line in lines for w in line.text.split()[1:]
+                                   if len(w) >= MIN_PASSWORD and "$$" not in w))[:MAX_WORDS_LOOKED_UP]
+        found = {w for w in words if VERIFIED.knows(account.password_hash, w)}
+        if found:
+            return found
+        # a password mostly holds a digit or a sign: such words are hashed first
+        likely = sorted(words, key=lambda w: w.isalpha())[:MAX_WORD_CHECKS]
+        return {w for w in likely if verify_password(account.password_hash, w)}
 
     def _vouch_command(self, s: Session, cmd: Command, out: Vouched) -> None:
         sender = self.actor.email
@@ -120,10 +151,14 @@ class Sender:
 def authenticate(s: Session, db: Database, settings: Settings, mail: IncomingMail, passwords: list[str],
                  now: datetime, on_lockout: OnLockout) -> Sender:
     """The sender of ``mail``, proved by the first of ``passwords`` if it can be."""
-    unverified = None
-    if settings.trusted_authserv_id:
+    unverified = mail.from_problem  # a From whose display name is another address (senderauth.read_from)
+    if settings.trusted_authserv_id and unverified is None:
         unverified = unverified_reason(mail.auth_results, settings.trusted_authserv_id, mail.from_addr)
-    gate = CredentialGate(db, settings, mail.from_addr, now, on_lockout=on_lockout, session=s)
+    # $$unlock CODE$$: the owner's way through a block of their own address (throttle.py)
+    passwords, codes = unlock_codes(passwords)
+    gate = CredentialGate(db, settings, mail.from_addr, now, on_lockout=on_lockout, session=s, unlock=codes[:1],
+                          unlock_holds=lambda rs, acc, code: confirm.holds(rs, confirm.UNLOCK, acc.email, acc.handle,
+                                                                           code, now))
     account = credentials_by_email(s, mail.from_addr)
     found = Sender(Actor(handle=None, email=mail.from_addr, authenticated=False), gate, unverified=unverified)
     authenticated = False

@@ -32,6 +32,11 @@ from pbm_server.mail.mailtext import (
 from pbm_server.mail.replies import sent_mails
 from pbm_server.play.press import PressBlock, extract
 
+#: most passwords and pieces of passwords (the words after a stray $$) one mail
+#: may carry: each is masked in everything the mail causes, at a cost of its
+#: own (60,000 $$ marks stalled a back end for seconds)
+MAX_SECRETS = 100
+
 
 @dataclass(frozen=True)
 class Bounce:
@@ -98,8 +103,9 @@ def classify(raw: bytes, envelope_from: str, rcpts: Sequence[str], mail: Incomin
     bounce_locals = [local for local in ours if bounces.is_bounce_local(local)]
     if bounce_locals:
         found = bounces.outbox_id_of(bounce_key(), bounce_locals[0])
-        return Bounce(-1 if found is None else found, bounces.read_report(raw, is_null_sender(envelope_from)))
-    abuse = abuse_report(raw) if mail.content_type == "multipart/report" else None
+        return Bounce(-1 if found is None else found, _report(raw, envelope_from, mail))
+    # a mail beyond the caps (mail.unread) is never parsed again
+    abuse = abuse_report(raw) if mail.content_type == "multipart/report" and mail.unread is None else None
     if "postmaster" in ours:
         return ToPostmaster(abuse)
     if abuse is not None:
@@ -108,6 +114,17 @@ def classify(raw: bytes, envelope_from: str, rcpts: Sequence[str], mail: Incomin
     if reason:
         return Dropped(reason)
     return CommandMail(ours[0] if ours else "pbm")
+
+
+def _report(raw: bytes, envelope_from: str, mail: IncomingMail) -> bounces.Report:
+    """What a mail to a return path of ours says; one beyond the caps of
+    mail/headers.py (nested too deeply ...) is not parsed again: not a bounce."""
+    if mail.unread is not None:
+        return bounces.Report("other", diagnostic=f"not read: {mail.unread}"[:200])
+    try:
+        return bounces.read_report(raw, is_null_sender(envelope_from))
+    except RecursionError:
+        return bounces.Report("other", diagnostic="not read: nested too deeply")
 
 
 @dataclass
@@ -136,7 +153,11 @@ class CommandText:
 def read_commands(s: Session, mail: IncomingMail, domain: str) -> CommandText:
     """The command lines of a :class:`CommandMail` (quoted text of our own
     mails it answers left out), its Subject as a candidate line, its
-    passwords and its press blocks."""
+    passwords and its press blocks.  A mail that was not read (beyond the
+    caps of mail/headers.py, nested too deeply) has none of them: its reply
+    says why."""
+    if mail.unread is not None:
+        return CommandText([], None, [], [], notes=[f"Your mail was not read: {mail.unread} Nothing was done."])
     answered = sent_mails(s, mail.references)  # our mails this one answers: their lines are never commands
     body, press, press_passwords = extract(mail.body, answered, domain)
     lines = command_lines(body, answered, domain)
@@ -149,6 +170,12 @@ def read_commands(s: Session, mail: IncomingMail, domain: str) -> CommandText:
         passwords += sub_passwords
         stray += sub_stray
         subject = sub_lines[0] if sub_lines else None
+    fragments_of = [fragment for _, fragments in stray for fragment in fragments]
+    carried = len(set(passwords) | set(fragments_of))
+    if carried > MAX_SECRETS:
+        return CommandText([], None, [], [], notes=[
+            f"Your mail was not read: it holds {carried:,} passwords or pieces of passwords between $$ marks; at most "
+            f"{MAX_SECRETS} are read. Nothing was done."])
     text = CommandText(lines, subject, passwords, press, secrets=set(passwords))
     for number, fragments in stray:
         # a $$ without its partner: the line may hold a password, so it is
@@ -158,7 +185,8 @@ def read_commands(s: Session, mail: IncomingMail, domain: str) -> CommandText:
         text.notes.append(f"{where.capitalize()} has password marks without a partner and was not read; "
                           "write the password as $$password$$ on one line.")
     if cut_after is not None:
-        text.notes.append(f"Only the first 300 command lines were read: lines after line {cut_after} were not read.")
+        text.notes.append(f"Only the first 300 command lines were read: lines after line {cut_after} were not read "
+                          "as commands (a $$password$$ among them still counts).")
     if mail.html_only:
         text.notes.append("Your mail had no plain-text part; the server read its HTML part as text.")
     text.notes.extend(mail.notes)  # how the body was read (mailtext.unwrap)

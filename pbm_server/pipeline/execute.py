@@ -28,23 +28,25 @@ from pbm_server.base.settings import Settings
 from pbm_server.commands.dispatch import REGISTRY, ServerContext
 from pbm_server.mail import bounces
 from pbm_server.mail.compose import Composer, Reply, redact, thread_root
-from pbm_server.mail.headers import clean_text
-from pbm_server.mail.mailtext import IncomingMail, mask_unpaired
+from pbm_server.mail.mailtext import IncomingMail
 from pbm_server.mail.subjects import SERVER_HEAD, SubjectFacts
+from pbm_server.pipeline import postmaster
 from pbm_server.pipeline.authenticate import Sender, Vouched
 from pbm_server.pipeline.classify import AbuseReport, Bounce, CommandText, Dropped, MailKind, ToPostmaster
 from pbm_server.pipeline.route import NewGameOf, Routed, ToGame
 from pbm_server.play.creation import create_game
 from pbm_server.play.moves import apply_commands
-from pbm_server.play.notices import Mailer, NoticeBudget, forward_to_gm
+from pbm_server.play.notices import Mailer, NoticeBudget
+from pbm_server.play.ordercheck import CHECK_NOTE, check_orders
 from pbm_server.play.press import Relay, refuse_elsewhere
+from pbm_server.play.roster import fill_seats, hold_joins
 from pbm_server.play.seeds import seed_hash
 from pbm_server.play.statecache import StateCache
 from pbm_server.store.lookup import audit, find_game
 from pbm_server.store.models import Game, InboundMail, Order, table
 
 #: outbox kind of a mail to postmaster@DOMAIN forwarded to the GM
-GM_POSTMASTER = "gm-postmaster"
+GM_POSTMASTER = postmaster.KIND
 
 _INBOX = table(InboundMail)
 _RAW = select(_INBOX.c.raw).where(_INBOX.c.id == bindparam("id"))
@@ -178,38 +180,28 @@ class Executor:
 
     def _to_postmaster(self, s: Session, row: InboxRow, mail: IncomingMail, kind: ToPostmaster,
                        now: datetime) -> None:
-        """A mail to postmaster is forwarded to the GM whole (an abuse report
-        among them recorded as well), never answered."""
+        """A mail to postmaster is forwarded to the GM, within limits
+        (postmaster.py; an abuse report among them recorded as well), never
+        answered."""
         notes = [] if kind.abuse is None else [self._abuse_note(s, row, kind.abuse, now)]
-        gm = self.settings.gm_address
-        if gm:
-            what = f"Mail to postmaster@{self.settings.domain} from {clean_text(mail.from_addr) or '(no From)'}"
-            details = [("envelope sender", clean_text(row.mail_from or "<>")),
-                       ("subject", clean_text(mask_unpaired(mail.subject)) or "(none)"),
-                       ("received", f"{row.received_at:%Y-%m-%d %H:%M:%S} UTC, inbox {row.id}"),
-                       ("the mail", "attached as received; its sender was not answered")]
-            if kind.abuse is not None:
-                details.append(("abuse report", kind.abuse))
-            forward_to_gm(s, self.composer, gm, row.raw(s), what, details, now, kind=GM_POSTMASTER, inbound_id=row.id)
-            notes.append("to postmaster: forwarded to the GM")
-        else:
-            notes.append("to postmaster: kept here (no PBM_GM_ADDRESS to forward it to)")
+        notes.append(postmaster.forward(s, self.composer, self.settings, row, mail, kind.abuse, now))
         row.status = "done"
         row.note = "; ".join(notes) + "; not answered"
 
     # -- command mails ----------------------------------------------------------------
     def _answer(self, s: Session, row: InboxRow, mail: IncomingMail, work: CommandWork, now: datetime) -> Answer:
         """A command mail: its lines run; the answer says what became of them."""
-        unheld = bounces.lift_hold(s, mail.from_addr, now, "system", f"mail {row.id} came from it")
         answer = Answer(Reply(notes=list(work.notes)), SubjectFacts())
         reply = answer.reply
-        if unheld:
-            reply.notes.append("Mail from the server to your address had bounced, so it had stopped writing to you. "
-                               "Your mail shows the address works: you get the server's mail again from now on.")
         if work.sender.bad_password:
             self._refuse_password(s, row, mail, work, reply, now, answer.facts)
         else:
             self._run_lines(s, row, mail, work, answer, now)
+        # a hold for bounces is lifted only by a mail that proves its sender (bounces.hold_note)
+        held = bounces.hold_note(s, mail.from_addr, now, f"mail {row.id}",
+                                 work.proven or bounces.proves_code(reply.results))
+        if held:
+            reply.notes.insert(len(work.notes), held)
         if not reply.results and not reply.notes and not reply.sections:
             reply.notes.append(
                 "Your mail held no commands. Mail \"help\" to " + self.settings.server_address + " for the list of commands."
@@ -237,30 +229,52 @@ class Executor:
         elif actor.handle is None:
             reply.notes.append(f"No account is registered for {mail.from_addr}, so the password in your mail cannot be checked; nothing was done. Register first: mail \"register HANDLE PASSWORD\" to {self.settings.server_address}.")
         else:
-            reply.notes.append(f"The password in your mail does not match the account {actor.handle} of {mail.from_addr}; nothing was done.")
-        audit(s, now, actor.handle or mail.from_addr, "bad password", f"mail {row.id}")
+            reply.notes.append(f"The password in your mail does not match the account {actor.handle} of {mail.from_addr}; "
+                               f"nothing was done. Forgot it? Mail \"forgot {actor.handle}\" to "
+                               f"{self.settings.server_address}: a code to set a new one comes back to this address.")
+        audit(s, now, actor.handle or mail.from_addr, "bad password", f"mail {row.id} from {mail.from_addr}")
 
     def _run_lines(self, s: Session, row: InboxRow, mail: IncomingMail, work: CommandWork, answer: Answer,
                    now: datetime) -> None:
         """The mail's server lines, game lines and press run; sets where the
         reply comes from and its thread root."""
         actor, routed, reply = work.actor, work.routed, answer.reply
+        # a mail makes at most PBM_MAX_NOTICES_PER_MAIL mails to addresses other than
+        # its sender's, its pbm@ lines' and its game's together (the GM's: no limit)
+        budget = None if actor.is_gm else NoticeBudget(self.settings.max_notices_per_mail)
         if routed.server_lines:
             verified = work.vouched.verified
             sctx = ServerContext(
                 s, self.settings, self.composer, mail.from_addr, now, is_gm=actor.is_gm,
                 handle=actor.handle, authenticated=actor.authenticated, mailer=self.mailer, secrets=work.secrets,
-                verify=lambda acc, pw: verified.get((acc.handle_key, pw), False),
+                verify=lambda acc, pw: verified.get((acc.handle_key, pw), False), budget=budget,
             )
             for line in routed.server_lines:
                 reply.results.append(REGISTRY.run_line(sctx, line))
             reply.sections.extend(sctx.sections)
             for action, detail in sctx.audit:
                 audit(s, now, actor.handle or mail.from_addr, action, detail)
-        if routed.game_lines:
-            answer.reply_from, answer.thread = self._run_game(s, row, work, reply, now, answer.facts)
-        if work.text.press:
+        reply.results.extend(self._misdirected(routed))
+        if routed.press_game is not None:  # mailed to a game: its answer comes from there, whatever the lines were
+            answer.reply_from = answer.facts.head = routed.press_game
+        if routed.game_lines or routed.check:
+            answer.reply_from, answer.thread = self._run_game(s, row, work, reply, now, answer.facts, budget)
+        if work.text.press and routed.check:
+            reply.notes.append("CHECK: the press in this mail was not sent (a CHECK mail changes nothing).")
+        elif work.text.press:
             answer.reply_from = self._press(s, row, work, reply, now, answer.facts) or answer.reply_from
+
+    def _misdirected(self, routed: Routed) -> list[Result]:
+        """The pbm@ commands sent to a game's address (route.py): refused,
+        saying where they go."""
+        server, out = self.settings.server_address, []
+        for line in routed.misdirected:
+            words = line.text.split()
+            cmd = REGISTRY.get(words[0])
+            echo = cmd.echo(words) if cmd is not None and cmd.echo is not None else line.text
+            out.append(Result(line, False, f"{words[0].lower()!r} is a command of {server}, not of the game "
+                                           f"{routed.press_game}: mail it to {server}; nothing was done", echo))
+        return out
 
     def _game_of(self, s: Session, routed: Routed, reply: Reply, now: datetime) -> Game | None:
         """The game the lines go to (made now for a new game's first mail);
@@ -277,7 +291,7 @@ class Executor:
         raise ValueError(f"game lines without a game route: {route!r}")
 
     def _run_game(self, s: Session, row: InboxRow, work: CommandWork, reply: Reply, now: datetime,
-                  facts: SubjectFacts) -> tuple[str, str | None]:
+                  facts: SubjectFacts, budget: NoticeBudget | None) -> tuple[str, str | None]:
         """Run the mail's game lines; returns (the game's name, the thread
         root of the reply), and fills ``facts`` for the reply's Subject."""
         game = self._game_of(s, work.routed, reply, now)
@@ -307,6 +321,10 @@ class Executor:
             game_name=game.name,
             emails=dict(work.vouched.emails),
         )
+        if work.routed.check:  # CHECK: what would be accepted, nothing changed (ordercheck.py)
+            return game.name, self._check(game, rules, commands, ctx, reply, facts)
+        commands, waiting = hold_joins(s, game, rules, commands, work.actor, now)  # a full game's waiting list
+        reply.results.extend(waiting)
         outcome = apply_commands(s, game, rules, commands, ctx, row.id, states=self.states)
         answered = {id(r.line) for r in outcome.results}
         results = list(outcome.results)
@@ -324,10 +342,9 @@ class Executor:
             if held is not None:
                 reply.orders = list(held)
                 reply.order_title = f"The orders the server now holds for you for {rules.turn_name} {game.turn}"
-        # a mail makes at most PBM_MAX_NOTICES_PER_MAIL mails for others (the GM's: no limit)
-        budget = None if work.actor.is_gm else NoticeBudget(self.settings.max_notices_per_mail)
         self.mailer.send_notices(s, game, rules, outcome.notices, now, inbound_id=row.id, secrets_=work.secrets,
                                  budget=budget)
+        fill_seats(s, self.mailer, game, now)  # seats freed go to the waiting list (roster.py)
         withheld = budget.note() if budget is not None else None
         if withheld:
             reply.notes.append(withheld)
@@ -335,6 +352,14 @@ class Executor:
         if rules.has_turns:  # the turn now open (a mail may have started the game)
             facts.head = f"{game.name} {rules.turn_name} {game.turn}"
         return game.name, self._thread(game, rules, commands, outcome.sections, facts)
+
+    def _check(self, game: Game, rules: Rules[Any], commands: list[Command], ctx: Context, reply: Reply,
+               facts: SubjectFacts) -> str:
+        """A CHECK mail's lines tried on a copy of the game; the reply's thread root."""
+        reply.results.extend(check_orders(rules, self.states.state(game), commands, ctx))
+        reply.notes.append(CHECK_NOTE if commands else "CHECK: there were no lines below the CHECK line to check.")
+        facts.head += " CHECK"
+        return self._thread(game, rules, commands, [], facts)
 
     def _press(self, s: Session, row: InboxRow, work: CommandWork, reply: Reply, now: datetime,
                facts: SubjectFacts) -> str | None:

@@ -1,12 +1,20 @@
 """The last stage of a mail's path: the reply to its sender, put in the
 outbox in the mail's write transaction.
 
-A mail that proved its sender (a matching password, or a line's own
-credentials) is a player at work: always answered, in full.  Any other mail
-is answered at most ``PBM_REPLY_LIMIT_PER_HOUR`` times an hour per address
-and ``PBM_UNAUTHENTICATED_REPLIES_PER_HOUR`` times an hour in all (robots
-answering robots stop there; the GM hears of it once an hour), and its reply
-is cut to ``PBM_MAX_UNAUTHENTICATED_REPLY_BYTES``.  The Subject says what
+A mail that proved its sender (a matching password, a line's own
+credentials, or a code the server mailed: ``confirm``, ``reset``) is a player
+at work: always answered, in full.  Any other mail is budgeted by where it
+comes from, so that one source cannot silence the others: at most
+``PBM_REPLY_LIMIT_PER_HOUR`` replies an hour per address,
+``PBM_UNAUTHENTICATED_REPLIES_PER_DOMAIN_PER_HOUR`` per domain, and, above
+them, ``PBM_UNAUTHENTICATED_REPLIES_PER_HOUR`` in all (robots answering
+robots stop there; the GM hears of it once an hour).  The reply that carries
+a confirmation code (``register``) to an address that had none this hour is
+sent whatever the domain and global budgets say (the per-address limit
+still holds), so a flood of forged registrations cannot keep a newcomer from
+their code.  The inbox does not keep the connecting IP, so it is no source
+here.  The reply to an unproven mail is cut to
+``PBM_MAX_UNAUTHENTICATED_REPLY_BYTES``.  The Subject says what
 became of the mail (subjects.py), the reply names the thread it belongs to
 and the mail it answers, and no password the mail carried appears in it.
 """
@@ -15,14 +23,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pbm_server.base.settings import Settings
+from pbm_server.mail.bounces import proves_code
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.headers import clean_msgid, clean_msgids, clean_text
 from pbm_server.mail.mailtext import IncomingMail
-from pbm_server.mail.outbound import UNPROVEN_REPLY, enqueue_one, replies_sent_since, unproven_replies_since
+from pbm_server.mail.outbound import UNPROVEN_REPLY, enqueue_one
 from pbm_server.mail.subjects import reply_subject
 from pbm_server.pipeline.execute import Answer, CommandWork, InboxRow
 from pbm_server.play.notices import tell_gm
@@ -30,6 +39,37 @@ from pbm_server.store.models import OutboundMail
 
 #: outbox kind of the GM's notice that the server stopped answering unproven mail
 GM_QUIET = "gm-quiet"
+#: outbox kind of the reply to an unproven mail that carries a confirmation code
+CODE_REPLY = "reply-code"
+#: replies to mails that proved nothing (they count toward the domain and global budgets)
+UNPROVEN_KINDS = (UNPROVEN_REPLY, CODE_REPLY)
+#: every reply to a mail (the per-address limit)
+REPLY_KINDS = ("reply", *UNPROVEN_KINDS)
+#: commands whose success mails a confirmation code in the reply
+CODE_GIVING = frozenset({"register", "signup"})
+
+
+def _first_word(text: str) -> str:
+    words = text.split(None, 1)
+    return words[0].lower() if words else ""
+
+
+def carries_code(answer: Answer) -> bool:
+    """Does the reply carry a confirmation code (a ``register`` that worked)?"""
+    return any(r.ok and _first_word(r.line.text) in CODE_GIVING for r in answer.reply.results)
+
+
+def _replies_since(s: Session, since: datetime, kinds: tuple[str, ...], to_addr: str | None = None,
+                   domain: str | None = None) -> int:
+    """Replies of ``kinds`` made since ``since``: to one address, to the
+    addresses of one domain, or to anyone."""
+    q = select(func.count()).select_from(OutboundMail).where(OutboundMail.kind.in_(kinds),
+                                                            OutboundMail.created_at >= since)
+    if to_addr is not None:
+        q = q.where(OutboundMail.to_addr == to_addr)
+    if domain is not None:
+        q = q.where(OutboundMail.to_addr.endswith("@" + domain, autoescape=True))
+    return s.scalar(q) or 0
 
 
 class Replier:
@@ -42,13 +82,14 @@ class Replier:
     def send(self, s: Session, row: InboxRow, mail: IncomingMail, work: CommandWork, answer: Answer,
              now: datetime) -> None:
         """The reply to ``mail`` (unless a limit says otherwise: then the inbox row says why)."""
-        proven = work.proven
-        if not proven and not self._may_answer(s, row, mail, answer, now):
+        proven = work.proven or proves_code(answer.reply.results)
+        code = not proven and carries_code(answer)
+        if not proven and not self._may_answer(s, row, mail, answer, now, code):
             return
         reply = answer.reply
         # the Subject says what became of the mail (subjects.py); only
         # cleaned values go into the reply's headers (headers.py)
-        subject = clean_text(reply_subject(answer.facts, reply.results, reply.orders))
+        subject = clean_text(reply_subject(answer.facts, reply.results, reply.orders, who=work.actor.handle))
         mid, raw = self.composer.message(
             to_addr=mail.from_addr,
             to_name=work.actor.handle,
@@ -62,20 +103,44 @@ class Replier:
             secrets=work.secrets,
             thread=answer.thread,
         )
-        enqueue_one(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind="reply" if proven else UNPROVEN_REPLY,
+        kind = "reply" if proven else CODE_REPLY if code else UNPROVEN_REPLY
+        enqueue_one(s, to_addr=mail.from_addr, message_id=mid, raw=raw, kind=kind,
                     now=now, inbound_id=row.id, game_id=row.game_id)
 
-    def _may_answer(self, s: Session, row: InboxRow, mail: IncomingMail, answer: Answer, now: datetime) -> bool:
+    def _may_answer(self, s: Session, row: InboxRow, mail: IncomingMail, answer: Answer, now: datetime,
+                    code: bool) -> bool:
         """The limits of mails that did not prove their sender: per address
-        (the reply before the last says so), and for all such mails together
-        (robots answering from a new address each time)."""
+        (the reply before the last says so), per domain, and for all such
+        mails together (robots answering from a new address each time); a
+        first code to an address this hour passes the last two."""
         since = now - timedelta(hours=1)
         limit = self.settings.reply_limit_per_hour
-        count = replies_sent_since(s, mail.from_addr, since)
+        addr = mail.from_addr
+        count = _replies_since(s, since, REPLY_KINDS, to_addr=addr)
         if count >= limit:
-            row.note = f"not answered: {count} replies to {mail.from_addr} in the last hour (limit {limit})"
+            row.note = f"not answered: {count} replies to {addr} in the last hour (limit {limit})"
             return False
-        everyone = unproven_replies_since(s, since)
+        first_code = code and not _replies_since(s, since, (CODE_REPLY,), to_addr=addr)
+        if not first_code and not self._within_budgets(s, row, addr, since, now):
+            return False
+        if count == limit - 1:
+            answer.reply.notes.append(
+                f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
+            )
+        return True
+
+    def _within_budgets(self, s: Session, row: InboxRow, addr: str, since: datetime, now: datetime) -> bool:
+        """The budgets of the sender's domain and of everyone, for a mail that
+        proved nothing; the inbox row says which one it went beyond."""
+        domain = addr.rsplit("@", 1)[-1] if "@" in addr else ""
+        per_domain = self.settings.unauthenticated_replies_per_domain_per_hour
+        used = _replies_since(s, since, UNPROVEN_KINDS, domain=domain) if domain else 0
+        if used >= per_domain:
+            row.note = ((row.note + "; ") if row.note else "") + (
+                f"not answered: {used} replies to addresses at {domain} for mails that proved nothing in the last "
+                f"hour (PBM_UNAUTHENTICATED_REPLIES_PER_DOMAIN_PER_HOUR {per_domain})")
+            return False
+        everyone = _replies_since(s, since, UNPROVEN_KINDS)
         budget = self.settings.unauthenticated_replies_per_hour
         if everyone >= budget:
             row.note = ((row.note + "; ") if row.note else "") + (
@@ -83,10 +148,6 @@ class Replier:
                 f"(PBM_UNAUTHENTICATED_REPLIES_PER_HOUR {budget})")
             self._tell_gm_quiet(s, now, budget)
             return False
-        if count == limit - 1:
-            answer.reply.notes.append(
-                f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
-            )
         return True
 
     def _tell_gm_quiet(self, s: Session, now: datetime, budget: int) -> None:

@@ -19,12 +19,21 @@ is "shunted": marked with its error, the GM is told (at most one summary an
 hour, shunts.py), and the worker goes on.  A database fault (disk full,
 locked, connection lost) is not the mail's fault: the mail stays new and is
 tried again after a doubling delay.
+
+Before a worker starts on a mail it counts the try (``inbox.tries``) in a
+commit of its own: a mail whose handling was started twice and never
+finished -- its process was killed, by the OOM killer or a crash, and the
+supervisor restarted it -- is set aside with a GM notice, as a shunted mail
+is, instead of being taken a third time (a poison mail would otherwise kill
+every back end that takes it, forever).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import signal
 import time
 import traceback
 from collections.abc import Callable
@@ -38,10 +47,10 @@ from games.base import Actor
 from pbm_server.base import clock, logs
 from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
+from pbm_server.commands.recovery import mail_unlock_code
 from pbm_server.mail import bounces
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.mailtext import IncomingMail, dedup_key, read_mail
-from pbm_server.mail.outbound import enqueue
 from pbm_server.pipeline.authenticate import authenticate
 from pbm_server.pipeline.classify import Bounce, CommandMail, MailKind, classify, our_locals, read_commands
 from pbm_server.pipeline.execute import CommandWork, Executor, InboxRow
@@ -73,6 +82,14 @@ _CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from).where(
 _SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key.in_([bindparam("key"), bindparam("legacy")]),
                                   _INBOX.c.id != bindparam("id"), _INBOX.c.status != "new").limit(1)
 _FINISH = _INBOX.update().where(_INBOX.c.id == bindparam("row_id"))
+_TRIES = select(_INBOX.c.tries).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+_TRY = _INBOX.update().where(_INBOX.c.id == bindparam("row_id")).values(tries=_INBOX.c.tries + bindparam("add"))
+
+#: a mail whose handling was started this many times without finishing is set aside
+MAX_TRIES = 2
+#: PBM_FAILPOINT "sigkill:SUBJECT": a mail with that Subject kills its process (SIGKILL,
+#: as the OOM killer does) once its try is counted -- for the kill tests
+FAILPOINT_KILL = "sigkill:"
 
 
 def recipient_key(mail_key: str, rcpts: list[str], domain: str) -> str:
@@ -130,6 +147,8 @@ class Worker(Poller):
         #: the inbox id of the mail this worker is handling (set by process
         #: and prepare: with a route held, prepare may take an older mail)
         self.in_hand: int | None = None
+        #: the mail whose try (inbox.tries) this worker counted last
+        self._counted: int | None = None
 
     # -- loop ----------------------------------------------------------------
     #: how many of the oldest waiting mails a worker looks at to find one whose
@@ -232,6 +251,7 @@ class Worker(Poller):
         write transaction.  ``held``: the route key this worker holds (never
         asked for again inside: that would wait for itself)."""
         self.in_hand = inbox_id
+        self._counted = None
         started = time.monotonic()
         try:
             prep = self.prepare(inbox_id, held)
@@ -255,6 +275,7 @@ class Worker(Poller):
             self.states.drop()
             if is_transient(exc):
                 # the database, not the mail: leave it new and try again later
+                self._untry(inbox_id)
                 self._back_off(inbox_id, exc)
                 return
             # shunt: set aside with its error, tell the GM
@@ -305,17 +326,65 @@ class Worker(Poller):
 
     def prepare(self, inbox_id: int, held: str | None = None) -> Prepared | None:
         """The stages that need no lock, in one read transaction (the password
-        checks' slow hashing included: a read transaction blocks no writer).
-        ``held``: the route key the worker took for this mail; then the mail
-        prepared is the route's oldest waiting one, which may be another (see
-        :meth:`first_of_route`), and None if the route has none left."""
-        with self.db.read() as s:
-            if held is not None:
+        checks' slow hashing included: a read transaction blocks no writer),
+        after the try is counted (:meth:`count_try`: None if the mail is set
+        aside).  ``held``: the route key the worker took for this mail; then
+        the mail prepared is the route's oldest waiting one, which may be
+        another (see :meth:`first_of_route`), and None if the route has none
+        left."""
+        if held is not None:
+            with self.db.read() as s:
                 first = self.first_of_route(s, inbox_id, held)
-                if first is None:
-                    return None
-                inbox_id = self.in_hand = first
+            if first is None:
+                return None
+            inbox_id = self.in_hand = first
+        if not self.count_try(inbox_id):
+            return None
+        with self.db.read() as s:
             return self._prepare(s, inbox_id)
+
+    # -- tries ---------------------------------------------------------------------
+    def count_try(self, inbox_id: int) -> bool:
+        """Count a start of the mail's handling, committed before it starts;
+        False (nothing to handle) if the mail is no longer new, or if its
+        handling was started MAX_TRIES times before and never finished: then
+        it is set aside (shunted) and the GM told, as for a mail that fails."""
+        with self.db.write(world=SHARED) as s:
+            conn = s.connection()
+            tries = conn.execute(_TRIES, {"id": inbox_id}).scalar()
+            if tries is None:
+                return False
+            if tries >= MAX_TRIES:
+                self._set_aside(s, inbox_id, tries)
+                return False
+            conn.execute(_TRY, {"row_id": inbox_id, "add": 1})
+        self._counted = inbox_id
+        return True
+
+    def _set_aside(self, s: Session, inbox_id: int, tries: int) -> None:
+        """A mail that killed its process ``tries`` times is shunted (its
+        count back at 0, so that `pbm mail retry` gives it another chance)."""
+        now = clock.now()
+        note = (f"set aside: its handling was started {tries} times and never finished (the process handling it was "
+                f"killed: out of memory, or a crash); `pbm mail retry {inbox_id}` takes it again")
+        s.connection().execute(_FINISH.values(tries=0), {
+            "row_id": inbox_id, "status": "shunted", "note": note, "dedup_key": None, "processed_at": now,
+            "seed": None, "game_id": None})
+        audit(s, now, "system", "shunt", f"mail {inbox_id}: started {tries} times, never finished")
+        log.error("mail %s: started %d times and never finished: set aside", inbox_id, tries,
+                  extra=logs.facts(event="mail handled", inbox=inbox_id, result="shunted", error="never finished"))
+        self.shunts.shunted(s, now)
+
+    def _untry(self, inbox_id: int | None) -> None:
+        """The try counted for the mail did finish (a database fault ended
+        it, not a kill): take it back, if the database lets us."""
+        if inbox_id is None or self._counted != inbox_id:
+            return
+        try:
+            with self.db.write(world=SHARED) as s:
+                s.connection().execute(_TRY, {"row_id": inbox_id, "add": -1})
+        except Exception:
+            log.warning("mail %s: could not take back its try", inbox_id)
 
     def first_of_route(self, s: Session, candidate: int, key: str) -> int | None:
         """Under the route's key, afresh: its oldest waiting mail up to the
@@ -332,6 +401,9 @@ class Worker(Poller):
             return None
         raw, envelope_from, rcpts = stored.raw, stored.mail_from, list(stored.rcpt_tos or [])
         mail = read_mail(raw, envelope_from)
+        failpoint = self.settings.failpoint
+        if failpoint.startswith(FAILPOINT_KILL) and mail.subject == failpoint[len(FAILPOINT_KILL):]:
+            os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would, while the mail is in hand
         kind = classify(raw, envelope_from, rcpts, mail, self.settings, lambda: self._read_bounce_key(s))
         mail_key = dedup_key(raw, mail.message_id)
         prep = Prepared(inbox_id, mail, kind, recipient_key(mail_key, rcpts, self.settings.domain), mail_key)
@@ -386,6 +458,7 @@ class Worker(Poller):
                     return True  # another worker has dealt with it
                 now = clock.now()
                 row.status, row.note, row.processed_at = "shunted", detail, now
+                row.tries = 0  # its handling ended: `pbm mail retry` starts afresh
                 audit(s, now, "system", "shunt", f"mail {inbox_id}: {type(exc).__name__}: {exc}")
                 self.shunts.shunted(s, now)  # the GM hears at most once per PBM_GM_SHUNT_NOTICE_SECONDS
         except Exception:
@@ -394,14 +467,9 @@ class Worker(Poller):
         return True
 
     def tell_owner(self, s: Session, account: Account | Credentials, until: datetime) -> None:
-        """An account's owner, once per lockout: someone keeps guessing."""
-        what = (f"Someone has sent many wrong passwords for your account {account.handle}. Until {until:%Y-%m-%d %H:%M} UTC "
-                "no password for it is checked, so mails that need it are refused. If this was not you, nothing is lost; "
-                f"if you have forgotten your password, send 'forgot {account.handle}' to {self.settings.server_address} "
-                "for a one-time code (it comes to this address only).")
-        body = self.composer.render("server/gm_notice.txt", {"what": what, "details": []})
-        mid, raw = self.composer.message(to_addr=account.email, to_name=account.handle, from_local="pbm", subject="pbm-server: failed password attempts", body=body, auto="auto-generated", now=clock.now())
-        enqueue(s, to_addr=account.email, message_id=mid, raw=raw, kind="notice", now=clock.now())
+        """An account's owner, while checks from their address are blocked: an
+        unlock code (commands/recovery.py; none if one is open)."""
+        mail_unlock_code(s, self.composer, self.settings, account, until, clock.now())
 
     def tell_gm(self, s: Session, what: str, details: list[tuple[str, str]], now: datetime, kind: str = "gm",
                 inbound_id: int | None = None) -> None:

@@ -19,6 +19,7 @@ from games.base import ALL_PLAYERS, Actor, Context, Line, Notice, Outcome
 from pbm_server.base.durations import parse_duration, show_duration
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
+from pbm_server.play import roster
 from pbm_server.play.creation import create_game
 from pbm_server.play.gamestate import set_deadline
 from pbm_server.play.moves import apply_commands
@@ -27,10 +28,10 @@ from pbm_server.store.lookup import account_by_handle, audit
 from pbm_server.store.models import Game
 
 #: server-side settings of a game (the game's own options are fixed at creation)
-DESK_KEYS = ("early", "grace", "remind", "press", "anonymous")
+DESK_KEYS = ("early", "grace", "remind", "press", "anonymous", "seats", "public_press")
 #: what the GM may set here, for refusals
 DESK_USAGE = ("early=on|off, grace=DURATION (e.g. 6h), remind=DURATION (e.g. 24h), deadline=EXPR, "
-              "press=on|off|broadcast or anonymous=on|off")
+              "press=on|off|broadcast, anonymous=on|off, public_press=on|off or seats=N|none")
 
 
 def parse_bool(text: str) -> bool:
@@ -42,61 +43,73 @@ def parse_bool(text: str) -> bool:
     raise ServerRefused(f"{text!r} is not on or off")
 
 
+def parse_seats(text: str) -> int | None:
+    """seats=N (the most players; a JOIN beyond waits on the waiting list) or seats=none."""
+    t = text.strip().lower()
+    if t in ("none", "0", "off"):
+        return None
+    if not t.isdigit() or int(t) > 100000:
+        raise ServerRefused(f"seats={text} is not a number of seats: expected seats=N (e.g. seats=6) or seats=none")
+    return int(t)
+
+
 def desk_summary(game: Game) -> str:
     return (
         f"deadline {game.deadline or 'none'}; next {show_time(game.next_deadline)}; "
         f"early={'on' if game.early else 'off'} grace={show_duration(game.grace_minutes)} "
         f"remind={show_duration(game.remind_minutes)} "
         f"press={game.press_mode} anonymous={'on' if game.press_anonymous else 'off'}"
+        + (f" seats={game.seats}" if game.seats else "")
+        + (" public_press=on" if game.public_press else "")
     )
+
+
+def _parse_pair(game: Game, key: str, value: str) -> tuple[str, object]:
+    """One ``key=value`` of ``game set``, read (nothing is changed yet)."""
+    k = key.lower()
+    if k in ("early", "anonymous", "public_press"):
+        return k, parse_bool(value)
+    if k in ("grace", "remind"):
+        return k, parse_duration(value)
+    if k == "deadline":
+        return k, value
+    if k == "press":
+        press = value.strip().lower()
+        if press not in ("on", "off", "broadcast"):
+            raise ServerRefused(f"press={value} is not a press setting: expected press=on (players may write to any "
+                                "players of the game), press=broadcast (PRESS TO ALL only) or press=off")
+        return k, press
+    if k == "seats":
+        return k, parse_seats(value)
+    if k in {o.name for o in get_rules(game.kind).options}:
+        raise ServerRefused(
+            f"{key} is an option of the {game.kind} game, fixed when the game was created; "
+            f"here you can set {DESK_USAGE}, "
+            f"or use the game's own GM commands (do {game.name} LINE)"
+        )
+    raise ServerRefused(f"unknown setting {key!r}: expected {DESK_USAGE}")
+
+
+#: setting -> the Game attribute it sets as it is read (deadline and early are set apart)
+_PLAIN = {"grace": "grace_minutes", "remind": "remind_minutes", "press": "press_mode",
+          "anonymous": "press_anonymous", "seats": "seats", "public_press": "public_press"}
 
 
 def set_options(session: Session, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
     """Set the server-side settings of a game; all or nothing."""
     rules = get_rules(game.kind)
-    early: bool | None = None
-    minutes: dict[str, int] = {}
-    deadline: str | None = None
-    press: str | None = None
-    anonymous: bool | None = None
-    for key, value in pairs.items():
-        k = key.lower()
-        if k == "early":
-            early = parse_bool(value)
-        elif k in ("grace", "remind"):
-            minutes[k] = parse_duration(value)
-        elif k == "deadline":
-            deadline = value
-        elif k == "press":
-            press = value.strip().lower()
-            if press not in ("on", "off", "broadcast"):
-                raise ServerRefused(f"press={value} is not a press setting: expected press=on (players may write to any "
-                                "players of the game), press=broadcast (PRESS TO ALL only) or press=off")
-        elif k == "anonymous":
-            anonymous = parse_bool(value)
-        elif k in {o.name for o in rules.options}:
-            raise ServerRefused(
-                f"{key} is an option of the {game.kind} game, fixed when the game was created; "
-                f"here you can set {DESK_USAGE}, "
-                f"or use the game's own GM commands (do {game.name} LINE)"
-            )
-        else:
-            raise ServerRefused(f"unknown setting {key!r}: expected {DESK_USAGE}")
-    if deadline is not None:
+    parsed = dict(_parse_pair(game, key, value) for key, value in pairs.items())
+    deadline = parsed.get("deadline")
+    if isinstance(deadline, str):
         if not rules.has_turns and deadline.lower() != "none":
             raise ServerRefused(f"{rules.title} has no turns, so it takes no deadline")
         set_deadline(game, deadline, now)
-    if early is not None:
-        game.early = early
+    if "early" in parsed:
+        game.early = bool(parsed["early"])
         game.early_version = None
-    if "grace" in minutes:
-        game.grace_minutes = minutes["grace"]
-    if "remind" in minutes:
-        game.remind_minutes = minutes["remind"]
-    if press is not None:
-        game.press_mode = press
-    if anonymous is not None:
-        game.press_anonymous = anonymous
+    for key, attribute in _PLAIN.items():
+        if key in parsed:
+            setattr(game, attribute, parsed[key])
     audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in pairs.items()), game)
     return f"{game.name}: {desk_summary(game)}"
 
@@ -105,6 +118,8 @@ def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[st
     """:func:`set_options` from the GM's desk (``pbm game set``, the GM's
     mail ``game set``): the players are told what changed."""
     message = set_options(session, game, pairs, now, actor)
+    if any(k.lower() == "seats" for k in pairs):
+        roster.fill_seats(session, mailer, game, now)  # more seats: the waiting list moves up
     said = []
     for key in pairs:
         k = key.lower()
@@ -117,6 +132,12 @@ def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[st
             said.append(f"reminder before the deadline: {show_duration(game.remind_minutes)}")
         elif k == "deadline":
             said.append(f"deadline: {game.deadline or 'none'}")
+        elif k == "seats":
+            said.append(f"seats: {game.seats or 'no limit'}")
+        elif k == "public_press":
+            said.append("from now on PRESS TO ALL is public: anyone can read it on the game's web page (press to "
+                        "single players stays private)" if game.public_press else
+                        "from now on PRESS TO ALL goes to the players only, not to the game's web page")
     tell_players(session, mailer, game, f"{game.name}: the game master changed its settings",
                  f"The game master has changed the settings of {game.name}: " + "; ".join(said) + ".", now)
     return message
@@ -239,6 +260,7 @@ def add_player(session: Session, mailer: Mailer, game: Game, handle: str, join_l
 def remove_player(session: Session, mailer: Mailer, game: Game, handle: str, now: datetime, actor: str) -> str:
     outcome = _as_player(session, mailer, game, handle, "LEAVE", now)
     audit(session, now, actor, "game remove", f"{game.name}: {handle}", game)
+    roster.fill_seats(session, mailer, game, now)  # the freed seat goes to the first one waiting
     result = outcome.results[0].message
     _announce(session, mailer, game, handle,
               (f"{game.name}: the game master removed you",

@@ -4,6 +4,7 @@ outbox row per recipient), a word to all players of a game, a notice to the GM.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import datetime
@@ -19,7 +20,9 @@ from games import get_rules
 from games.base import ALL_PLAYERS, Notice, Rules
 from pbm_server.base.localtime import show_time
 from pbm_server.mail.compose import Composer, Rendered, cut_words, text_html, thread_root
+from pbm_server.mail.headers import reading_policy
 from pbm_server.mail.outbound import enqueue
+from pbm_server.play import streams
 from pbm_server.store.lookup import account_by_handle
 from pbm_server.store.models import Account, AuditEntry, Game, Observer, OutboundMail
 
@@ -49,6 +52,8 @@ class Mailer:
 
     def __init__(self, composer: Composer):
         self.composer = composer
+        #: how many mails this Mailer has put in the outbox (the CLI says so)
+        self.queued = 0
 
     def recipients(self, session: Session, rules: Rules[Any], players: list[str], to: list[str]) -> list[Account]:
         """The accounts of ``to`` (``players``: the game's players, for ALL_PLAYERS)."""
@@ -79,6 +84,7 @@ class Mailer:
         skip: AbstractSet[str] = frozenset(),
         budget: NoticeBudget | None = None,
         each: Callable[[Account, Rendered, str], None] | None = None,
+        stream: str = "reports",
     ) -> list[tuple[Account, Rendered, str]]:
         """``footer``: text added to every mail, or a function of the
         recipient's account giving it (e.g. the deadline in their time zone).
@@ -87,14 +93,18 @@ class Mailer:
         ``each``, hands each of them to it instead and returns [] (a turn of
         a large game keeps no list of all its mails).  The outbox rows are
         written in batches and let go of, so memory does not grow with the
-        number of mails."""
+        number of mails.  ``stream``: which of the recipient's streams the
+        mails are (play/streams.py): an address that stopped it gets none, and
+        every mail carries the one-click link that stops it."""
         sent = []
         written: list[object] = []
         players: list[str] | None = None
+        extras = _Extras(session, self.composer, game, rules, notices, stream, now)
         for notice in notices:
             if ALL_PLAYERS in notice.to and players is None:
                 players = rules.players(game.state)
-            recipients = [acc for acc in self.recipients(session, rules, players or [], notice.to) if acc.handle_key not in skip]
+            recipients = [acc for acc in self.recipients(session, rules, players or [], notice.to)
+                          if acc.handle_key not in skip and acc.email.lower() not in extras.stops]
             found = rules.thread_of(notice)
             thread = thread_root(self.composer.settings.domain, game.name, game.id, found[0] if found else None)
             subject = game_subject(game.name, notice.subject)
@@ -102,8 +112,9 @@ class Mailer:
                 continue
             for acc in recipients:
                 body, kept = self._body_for(notice, acc, game, footer)
+                body, stop = extras.add(body, notice, acc)
                 written.append(self._enqueue_notice(session, game, notice, acc, body, subject, thread, now,
-                                                    inbound_id=inbound_id, secrets_=secrets_))
+                                                    inbound_id=inbound_id, secrets_=secrets_, unsubscribe=stop))
                 if each is not None:
                     each(acc, kept, notice.kind)
                 else:
@@ -138,7 +149,7 @@ class Mailer:
 
     def _enqueue_notice(self, session: Session, game: Game, notice: Notice, acc: Account, body: Rendered,
                         subject: str, thread: str, now: datetime, *, inbound_id: int | None,
-                        secrets_: AbstractSet[str]) -> OutboundMail:
+                        secrets_: AbstractSet[str], unsubscribe: streams.Unsubscribe | None) -> OutboundMail:
         """Compose one recipient's mail of ``notice`` and write its outbox row
         (returned, to be let go of later)."""
         mid, raw = self.composer.message(
@@ -151,7 +162,9 @@ class Mailer:
             now=now,
             secrets=set(secrets_),
             thread=thread,
+            unsubscribe=(unsubscribe.https, unsubscribe.mailto) if unsubscribe is not None else None,
         )
+        self.queued += 1
         return enqueue(session, to_addr=acc.email, message_id=mid, raw=raw,
                        kind="report" if notice.kind == "report" else "notice", now=now,
                        inbound_id=inbound_id, game_id=game.id)
@@ -183,10 +196,14 @@ class Mailer:
         if not public:
             return 0
         playing = {h.lower() for h in rules.players(state)}
+        stops = streams.stopped(session, "observe", game.id)
+        maker = streams.LinkMaker(session, self.composer.settings)
         hidden = [h for h in rules.hidden_from(state, None) if h]
         server = self.composer.settings.server_address
         count = 0
         for notice in public:
+            found = rules.thread_of(notice)
+            thread = thread_root(self.composer.settings.domain, game.name, game.id, found[0] if found else None)
             if notice.template:
                 body = self.composer.render(notice.template, {**notice.data, "viewer": None}, game.kind)
             else:
@@ -196,8 +213,9 @@ class Mailer:
                                        detail=f"{notice.subject[:100]}: it held something the rules hide"))
                 continue
             for acc in observers:
-                if acc.handle_key in playing:
+                if acc.handle_key in playing or acc.email.lower() in stops:
                     continue
+                stop = maker.unsubscribe(acc, "observe", game.name, now)
                 extra = (f"You observe {game.name}: this is what the public sees. Mail \"unobserve {game.name}\" "
                          f"to {server} to stop these mails.")
                 if game.next_deadline is not None and game.status != "finished":
@@ -205,12 +223,37 @@ class Mailer:
                 mid, raw = self.composer.message(
                     to_addr=acc.email, to_name=acc.handle, from_local=game.name,
                     subject=f"[observer] {notice.subject}", body=Rendered(body.text + "\n\n" + extra, body.html),
-                    auto="auto-generated", now=now,
+                    auto="auto-generated", now=now, thread=thread,
+                    unsubscribe=(stop.https, stop.mailto) if stop is not None else None,
                 )
                 enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report", now=now,
                         inbound_id=inbound_id, game_id=game.id)
                 count += 1
+                self.queued += 1
         return count
+
+
+class _Extras:
+    """What one sending adds to each mail of a stream (play/streams.py): the
+    addresses that stopped it are left out, each mail gets the link that stops
+    it (and, a report, the player's own-view link and the score bars)."""
+
+    def __init__(self, session: Session, composer: Composer, game: Game, rules: Rules[Any], notices: list[Notice],
+                 stream: str, now: datetime):
+        self.game, self.stream, self.now = game, stream, now
+        self.stops = streams.stopped(session, stream, game.id) if notices else set()
+        self.maker = streams.LinkMaker(session, composer.settings)
+        # a turn's report shows the leading public scores as bars in its HTML part
+        self.bars = streams.score_bars(rules.scores(game.state), rules.turn_name) \
+            if stream == "reports" and any(n.kind == "report" for n in notices) else ""
+
+    def add(self, body: Rendered, notice: Notice, acc: Account) -> tuple[Rendered, streams.Unsubscribe | None]:
+        name = self.game.name
+        stop = self.maker.unsubscribe(acc, self.stream, name, self.now)
+        if notice.kind == "report":
+            body = streams.with_bars(body, self.bars)
+        own = self.maker.own_view(acc, name, self.now) if self.stream == "reports" else None
+        return streams.with_links(body, stop, own, streams.STREAMS[self.stream], name), stop
 
 
 def _spend(budget: NoticeBudget | None, recipients: int) -> bool:
@@ -263,19 +306,30 @@ def tell_gm(session: Session, composer: Composer, gm_address: str | None, what: 
 
 
 def forward_to_gm(session: Session, composer: Composer, gm_address: str, raw: bytes, what: str,
-                  details: list[tuple[str, str]], now: datetime, kind: str, inbound_id: int | None = None) -> None:
-    """A notice to the GM with a received mail attached whole (message/rfc822):
-    mail to postmaster@DOMAIN.  Never sent to the mail's sender."""
+                  details: list[tuple[str, str]], now: datetime, kind: str, inbound_id: int | None = None,
+                  whole: bool = True) -> None:
+    """A notice to the GM with a received mail attached (message/rfc822):
+    mail to postmaster@DOMAIN.  Never sent to the mail's sender.  A mail not
+    ``whole`` (cut, or beyond the caps of mail/headers.py), 8-bit or one the
+    capped parser refuses is attached as bytes (application/octet-stream)."""
     body = composer.render("server/gm_notice.txt", {"what": what, "details": details})
     mid, text = composer.message(to_addr=gm_address, to_name="game master", from_local="pbm",
                                  subject=gm_subject(what), body=body, auto="auto-generated", now=now)
     notice = BytesParser(policy=policy.default).parsebytes(text)
     assert isinstance(notice, EmailMessage)
     notice.make_mixed()
-    if raw.isascii():
-        original = BytesParser(policy=policy.default).parsebytes(raw)
-        notice.add_attachment(original, disposition="attachment", filename="forwarded.eml")
-    else:  # 8-bit: base64, so that no relay has to carry 8-bit data (message/rfc822 may not be encoded)
+    # the attached mail's headers are written as received, never parsed again to be refolded
+    writing = policy.SMTP.clone(refold_source="none")
+    out = None
+    if whole and raw.isascii():
+        try:
+            original = BytesParser(policy=reading_policy()).parsebytes(raw)
+            attached = copy.deepcopy(notice)
+            attached.add_attachment(original, disposition="attachment", filename="forwarded.eml")
+            out = attached.as_bytes(policy=writing)
+        except Exception:  # beyond the caps, nested too deeply: as bytes
+            out = None
+    if out is None:  # base64, so that no relay has to carry 8-bit data (message/rfc822 may not be encoded)
         notice.add_attachment(raw, maintype="application", subtype="octet-stream", filename="forwarded.eml")
-    enqueue(session, to_addr=gm_address, message_id=mid, raw=notice.as_bytes(policy=policy.SMTP), kind=kind, now=now,
-            inbound_id=inbound_id)
+        out = notice.as_bytes(policy=writing)
+    enqueue(session, to_addr=gm_address, message_id=mid, raw=out, kind=kind, now=now, inbound_id=inbound_id)

@@ -15,11 +15,20 @@ recipient and a copy for the game master in the outbox, and records the
 message in the ``press`` table.  The recipients never see the sender's
 address (the mail comes from NAME@DOMAIN), and in an anonymous game not the
 sender's handle either.  See docs/players.md and docs/gm.md.
+
+A relayed message is framed so that it cannot pass for the server's own text:
+every line of it starts with ``press|`` (replies.PRESS_MARK), a mark no line
+of a player's mail is ever read past (replies.classify takes such a line for
+a quote), so a ``----- end of message -----`` or a fake instruction inside
+stays visibly inside, and an order planted in press and pasted back without
+``> `` is never run.  The framed text is rendered and masked once per press,
+not once per recipient.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -31,10 +40,11 @@ from sqlalchemy.orm import Session
 from games.base import Actor, Line, Result
 from pbm_server.base.settings import Settings
 from pbm_server.mail.bounces import held_among
-from pbm_server.mail.compose import Composer
+from pbm_server.mail.compose import MAX_LINE, Composer, Rendered, redact, thread_root
 from pbm_server.mail.mailtext import MAX_LINE_CHARS, PASSWORD_RE, mask_unpaired
 from pbm_server.mail.outbound import enqueue
-from pbm_server.mail.replies import MAX_SCAN_LINES, OWN, SentMail, classify
+from pbm_server.mail.replies import MAX_SCAN_LINES, OWN, PRESS_MARK, SentMail, classify
+from pbm_server.play import streams
 from pbm_server.store.lookup import account_by_handle, audit
 from pbm_server.store.models import Account, Game, Press
 
@@ -51,6 +61,9 @@ MAX_BLOCKS = 50
 MAX_HEADER_CHARS = MAX_LINE_CHARS
 #: at most this many handles are named in a refusal ("accepted: ...")
 MAX_NAMED = 40
+#: a framed press line is at most this long (compose.fit_lines wraps longer ones
+#: without the mark): longer lines of the message are wrapped here, each piece marked
+FRAMED_WIDTH = MAX_LINE
 #: outbox kinds: the relayed message, the game master's copy
 KIND_PRESS = "press"
 KIND_GM_COPY = "gm-press"
@@ -226,6 +239,19 @@ def message_text(block: PressBlock, sender_addr: str) -> str:
     return text
 
 
+def framed(text: str) -> str:
+    """``text`` as it is shown to its recipients: every line marked with
+    PRESS_MARK (a long line wrapped, every piece marked)."""
+    width = FRAMED_WIDTH - len(PRESS_MARK) - 1
+    out: list[str] = []
+    for line in text.split("\n"):
+        pieces = [line] if len(line) <= width else textwrap.wrap(
+            line, width=width, subsequent_indent="  ", break_long_words=True, break_on_hyphens=False,
+            drop_whitespace=True) or [""]
+        out.extend(f"{PRESS_MARK} {piece}" if piece.strip() else PRESS_MARK for piece in pieces)
+    return "\n".join(out)
+
+
 def _names(handles: Sequence[str]) -> str:
     shown = list(handles[:MAX_NAMED])
     more = len(handles) - len(shown)
@@ -264,6 +290,9 @@ class Relay:
         self.inbound_id = inbound_id
         self.secrets = set(secrets)
         self.used_this_mail = 0
+        #: the last body rendered (its key and the body): the same for every recipient
+        self._rendered: tuple[tuple[int, str, str, bool, bool], Rendered] | None = None
+        self._links: streams.LinkMaker | None = None
 
     # -- checks -------------------------------------------------------------------
     def _sender_refusal(self) -> str | None:
@@ -309,9 +338,9 @@ class Relay:
                 if key != me and self.players[key] not in found:
                     found.append(self.players[key])
                 continue
-            if account_by_handle(self.s, h) is None:
-                return [], f"there is no player called {h!r}; nothing was sent; {self._accepted()}"
-            return [], f"{h} is not a player of {self.game.name}; nothing was sent; {self._accepted()}"
+            # the same answer for a handle nobody has and one that plays
+            # elsewhere: press is no way to find out who has an account
+            return [], f"there is no player called {h!r} in {self.game.name}; nothing was sent; {self._accepted()}"
         if not found:
             return [], f"you named only yourself; nothing was sent; {self._accepted()}"
         return found, None
@@ -359,13 +388,24 @@ class Relay:
             return Result(block.line, False, why)
         sender = "the game master" if self.sender.is_gm else (self.sender.handle or "")
         anonymous = self.game.press_anonymous and not self.sender.is_gm
+        # framed and masked once for all its recipients (600 $$ marks to 300
+        # players were 180,000 maskings of the whole text)
+        shown = framed(text)
+        stops = streams.stopped(self.s, "press", self.game.id)
+        quiet = [acc.handle for acc in to if acc.email.lower() in stops]
         for acc in to:
-            self._mail(acc.email, acc.handle, recipients, block.to_all, text, sender, anonymous, gm_copy=False)
+            if acc.email.lower() not in stops:
+                self._mail(acc.email, acc.handle, recipients, block.to_all, shown, sender, anonymous, gm_copy=False,
+                           account=acc)
         if self.settings.gm_address and not self.sender.is_gm:
-            self._mail(self.settings.gm_address, "game master", recipients, block.to_all, text, sender, anonymous,
+            self._mail(self.settings.gm_address, "game master", recipients, block.to_all, shown, sender, anonymous,
                        gm_copy=True)
-        self._record(block, recipients, text, sender, anonymous)
-        return Result(block.line, True, self._sent_words(block, recipients, held, anonymous))
+        public = block.to_all and self.game.public_press
+        self._record(block, recipients, text, sender, anonymous, public)
+        said = self._sent_words(block, recipients, held, anonymous, public)
+        if quiet:
+            said += f"; {_and(quiet)} stopped press mail of {self.game.name}, so it was not mailed to them"
+        return Result(block.line, True, said)
 
     def _not_held(self, handles: list[str]) -> tuple[list[Account], list[str]]:
         """The accounts of ``handles`` whose mail is not held (bounces.py), in
@@ -386,16 +426,19 @@ class Relay:
                     "a press message may have; nothing was sent")
         return None
 
-    def _record(self, block: PressBlock, recipients: list[str], text: str, sender: str, anonymous: bool) -> None:
-        """The press row and its audit line."""
+    def _record(self, block: PressBlock, recipients: list[str], text: str, sender: str, anonymous: bool,
+                public: bool) -> None:
+        """The press row (its text as relayed: the mail's passwords masked) and its audit line."""
         game = self.game
         self.s.add(Press(game_id=game.id, sender="gm" if self.sender.is_gm else sender, recipients=list(recipients),
                          recipient_count=0 if self.sender.is_gm else len(recipients), to_all=block.to_all,
-                         anonymous=anonymous, body=text, sent_at=self.now, inbound_id=self.inbound_id))
+                         anonymous=anonymous, body=redact(text, self.secrets), public=public, sent_at=self.now,
+                         inbound_id=self.inbound_id))
         audit(self.s, self.now, "gm" if self.sender.is_gm else sender, "press",
               f"{game.name}: to {'ALL' if block.to_all else ' '.join(recipients)} ({len(text.splitlines())} lines)", game)
 
-    def _sent_words(self, block: PressBlock, recipients: list[str], held: list[str], anonymous: bool) -> str:
+    def _sent_words(self, block: PressBlock, recipients: list[str], held: list[str], anonymous: bool,
+                    public: bool = False) -> str:
         """What the sender is told of a press that went out."""
         game = self.game
         if block.to_all and held:
@@ -408,17 +451,33 @@ class Relay:
             said += " (anonymous press: they are not told who sent it)"
         if held:
             said += f"; not to {_and(held)}: {_held_words(held)}"
+        if public:
+            said += (f"; it is public: the game master has set public_press=on, so anyone can read it on the web "
+                     f"page of {game.name}" + (" (without your handle)" if anonymous else ""))
         return said
 
-    def _mail(self, to_addr: str, to_name: str, recipients: list[str], to_all: bool, text: str, sender: str,
-              anonymous: bool, gm_copy: bool) -> None:
-        game = self.game
+    def _body(self, recipients: list[str], to_all: bool, text: str, sender: str, anonymous: bool,
+              gm_copy: bool) -> Rendered:
+        """The body of a press mail, the same for every recipient (the GM's
+        copy aside): rendered and masked once per press."""
+        key = (id(recipients), text, sender, anonymous, gm_copy)
+        if self._rendered is not None and self._rendered[0] == key:
+            return self._rendered[1]
         shown = sender if (gm_copy or not anonymous) else None
         body = self.composer.render("server/press.txt", {
-            "game": game.name, "sender": shown, "anonymous": anonymous, "to_all": to_all,
+            "game": self.game.name, "sender": shown, "anonymous": anonymous, "to_all": to_all,
             "recipients": recipients if len(recipients) <= MAX_NAMED else [],
             "count": len(recipients), "text": text, "gm_copy": gm_copy, "from_gm": sender == "the game master",
         })
+        body = Rendered(redact(body.text, self.secrets), None if body.html is None else redact(body.html, self.secrets))
+        self._rendered = (key, body)
+        return body
+
+    def _mail(self, to_addr: str, to_name: str, recipients: list[str], to_all: bool, text: str, sender: str,
+              anonymous: bool, gm_copy: bool, account: Account | None = None) -> None:
+        game = self.game
+        shown = sender if (gm_copy or not anonymous) else None
+        body = self._body(recipients, to_all, text, sender, anonymous, gm_copy)
         if gm_copy:
             subject = f"{game.name}: press from {sender} (copy for the game master)"
         elif shown:
@@ -426,9 +485,20 @@ class Relay:
         else:
             subject = f"{game.name}: anonymous press"
         from_name = f"{shown} ({game.name} press)" if shown and not gm_copy else f"{game.name} press"
+        # the body is masked already: only what differs per mail is masked here
+        # (a secret of the mail that is part of the recipient's handle or of the subject)
+        rest = frozenset(x for x in self.secrets if x and (x in to_name or x in subject))
+        stop = None
+        if account is not None:  # a player's copy: one click stops the game's press for them
+            if self._links is None:
+                self._links = streams.LinkMaker(self.s, self.settings)
+            stop = self._links.unsubscribe(account, "press", game.name, self.now)
+            body = streams.with_links(body, stop, None, streams.STREAMS["press"], game.name)
         mid, raw = self.composer.message(
             to_addr=to_addr, to_name=to_name, from_local=game.name, from_name=from_name, subject=subject, body=body,
-            auto="auto-generated", now=self.now, secrets=self.secrets,
+            auto="auto-generated", now=self.now, secrets=rest,
+            thread=thread_root(self.settings.domain, game.name, game.id),  # press threads with the game's mail
+            unsubscribe=(stop.https, stop.mailto) if stop is not None else None,
         )
         enqueue(self.s, to_addr=to_addr, message_id=mid, raw=raw, kind=KIND_GM_COPY if gm_copy else KIND_PRESS,
                 now=self.now, inbound_id=self.inbound_id, game_id=game.id)

@@ -16,11 +16,14 @@ from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import ALL_PLAYERS, Context, GameError, Outcome, Rules, State
+from pbm_server.base.deadlines import DeadlineError, parse_deadline
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
-from pbm_server.mail.compose import Rendered
+from pbm_server.mail.compose import Rendered, wrap
 from pbm_server.play.gamestate import record_outcome, save_state, set_deadline
 from pbm_server.play.notices import Mailer, tell_players
+from pbm_server.play.ordercheck import order_blocks
+from pbm_server.play.roster import fill_seats
 from pbm_server.play.seeds import keep_rng, new_seed, seed_hash, turn_rng
 from pbm_server.play.vacations import absent_handles
 from pbm_server.store.lookup import audit
@@ -124,13 +127,18 @@ def run_turn(
     save_state(game, outcome.state, now)
     revealed = _advance(session, game, outcome, seed, rng)
     record_outcome(session, game, outcome, now, actor)
-    _use_up_deadline(game, outcome, now)
+    _use_up_deadline(game, outcome, now, by_hand=not actor.startswith("scheduler"))
     common_text = _common_footer(rules, game, turn, outcome, no_orders, absent, revealed)
 
+    # each player's report ends with their orders to edit and send back (ordercheck.py)
+    blocks = order_blocks(session, game, rules, turn, mailer.composer.settings.domain) if outcome.turn_done else {}
+
     def footer(acc: Account) -> str:
-        if game.next_deadline is None:
-            return common_text
-        return common_text + f"\nNext deadline: {show_time(game.next_deadline, acc.timezone)}"
+        text = common_text
+        if game.next_deadline is not None:
+            text += f"\nNext deadline: {show_time(game.next_deadline, acc.timezone)}"
+        block = blocks.get(acc.handle_key)
+        return text + "\n\n" + block if block else text
 
     reports = Reports(common_text)
     mailer.send_notices(session, game, rules, outcome.notices, now, footer=footer, each=reports.add)
@@ -149,6 +157,8 @@ def run_turn(
     if no_orders and outcome.turn_done:
         detail += f"; no orders from {', '.join(no_orders)}"
     audit(session, now, actor, "turn run", detail, game)
+    if outcome.left:  # seats freed by the turn go to the waiting list
+        fill_seats(session, mailer, game, now)
     return outcome
 
 
@@ -188,8 +198,15 @@ def _advance(session: Session, game: Game, outcome: Outcome, seed: str, rng: ran
     return seed
 
 
-def _use_up_deadline(game: Game, outcome: Outcome, now: datetime) -> None:
-    """Set the next deadline if the run used up this turn's."""
+def _use_up_deadline(game: Game, outcome: Outcome, now: datetime, by_hand: bool = False) -> None:
+    """Set the next deadline if the run used up this turn's.  A turn run
+    ``by_hand`` (the GM's ``turn run``) before its deadline leaves the
+    schedule as it was (:func:`kept_deadline`, docs/gm.md)."""
+    if by_hand and outcome.turn_done and game.status != "finished" and game.deadline:
+        kept = kept_deadline(game.deadline, game.next_deadline, now, game.created_at)
+        if kept is not None:
+            game.next_deadline = kept
+            return
     if game.deadline and game.status != "finished" and (
         outcome.turn_done or game.next_deadline is None or game.next_deadline <= now
     ):
@@ -198,6 +215,24 @@ def _use_up_deadline(game: Game, outcome: Outcome, now: datetime) -> None:
         # keeps the deadline it had.  One that did not complete at its
         # deadline moves on, or it would be tried again at every pass.
         set_deadline(game, game.deadline, max(now, game.next_deadline or now))
+
+
+def kept_deadline(expr: str, due: datetime | None, now: datetime, anchor: datetime | None) -> datetime | None:
+    """The next deadline after a turn the GM ran by hand at ``now``, before
+    the deadline ``due``: the schedule does not move, so the next turn's
+    deadline is ``due`` itself, or the scheduled one after it when ``due``
+    is less than half the schedule's period away (the players always get at
+    least that long).  None when the run was not early (the deadline is used
+    up as usual) or the schedule has no next deadline."""
+    if due is None or due <= now:
+        return None
+    try:
+        after = parse_deadline(expr).next_after(due, anchor)
+    except DeadlineError:
+        return None
+    if after is None:
+        return due
+    return due if (due - now) * 2 >= after - due else after
 
 
 def _common_footer(rules: Rules[Any], game: Game, turn: int, outcome: Outcome, no_orders: list[str],
@@ -300,11 +335,14 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
     session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now,
                          rng={"committed": committed}))
     audit(session, now, actor, "turn rollback", f"{game.name} back to before {rules.turn_name} {turn} (was at {current})", game)
-    text = (
+    # prose wrapped here (not cut by fit_lines' hanging indent), the hash on a
+    # line of its own, whole, as docs/players.md promises for every seed and hash
+    text = wrap(
         f"The game master has rolled {game.name} back to the moment before {rules.turn_name} {turn} was processed. "
         f"The orders held for {rules.turn_name} {turn} are kept; you may change them until the turn runs again.\n\n"
-        f"The seed of {rules.turn_name} {turn} stays the one whose SHA-256 was published before it: "
-        f"{seed_hash(game.turn_seed)}, so running the turn again draws the same random numbers."
+        f"The seed of {rules.turn_name} {turn} stays the one whose SHA-256 was published before it:\n"
+        f"  {seed_hash(game.turn_seed)}\n"
+        "so running the turn again draws the same random numbers."
     )
 
     tell_players(session, mailer, game, f"{game.name}: {rules.turn_name} {turn} rolled back", text, now)

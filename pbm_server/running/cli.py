@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from games import KINDS, get_rules
-from games.base import Actor, Context, GameError, Line
+from games.base import NOT_REGISTERED, Actor, Context, GameError, Line, Rules
 from pbm_server import __version__
 from pbm_server.accounts import service as accounts
 from pbm_server.accounts.passwords import hash_password
@@ -62,6 +62,8 @@ class Env:
         self.one_line = False
         self._loaded: settings_mod.Loaded | None = None
         self._db: Database | None = None
+        #: (from, to) revisions if opening the database upgraded it
+        self.upgraded: tuple[str | None, str | None] | None = None
 
     @property
     def loaded(self) -> settings_mod.Loaded:
@@ -95,7 +97,7 @@ class Env:
             try:
                 db = Database(url, self.settings.sqlite_max_page_count)
                 if upgrade:
-                    db.upgrade()
+                    self.upgraded = _upgrade(db)
                 else:
                     db.engine.connect().close()
             except (OSError, SQLAlchemyError, AlembicError) as exc:
@@ -109,6 +111,34 @@ class Env:
 
 
 pass_env = click.make_pass_decorator(Env, ensure=True)
+
+
+def _upgrade(db: Database) -> tuple[str | None, str | None] | None:
+    """Upgrade ``db`` to the newest migration; (from, to) if it was not
+    there already, with one log line saying so (Alembic's own INFO lines,
+    one or more per migration, are shown only with -v)."""
+    from pbm_server.store.db import current_revision, head_revision
+
+    before = current_revision(db.engine)
+    if before == head_revision():
+        return None
+    quiet = logging.getLogger("alembic")
+    level = quiet.level
+    if not _verbose():
+        quiet.setLevel(logging.WARNING)
+    try:
+        db.upgrade()
+    finally:
+        quiet.setLevel(level)
+    after = current_revision(db.engine)
+    logging.getLogger("pbm_server.db").info("database upgraded from %s to migration %s", before or "empty", after)
+    return before, after
+
+
+def _verbose() -> bool:
+    """Whether `pbm -v` was given."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().params.get("verbose"))
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -169,6 +199,10 @@ def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
 
     logging.getLogger().setLevel(logging.INFO)
     logging.getLogger("mail.log").setLevel(logging.WARNING)
+    if not _verbose():
+        # Alembic says INFO at every look at the schema (a dozen lines a start, in
+        # each process); an upgrade is logged in one line of our own (_upgrade)
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     settings = env.settings
     logs.use_format(settings.log_format)
     if workers is not None:
@@ -213,7 +247,12 @@ def db() -> None:
 def db_upgrade(env: Env) -> None:
     """Create or upgrade the database to the newest schema."""
     env.open_db(upgrade=True)
-    click.echo(f"database at {settings_mod.shown(env.settings, 'database_url')} is up to date")
+    where = settings_mod.shown(env.settings, "database_url")
+    if env.upgraded is not None:
+        before, after = env.upgraded
+        click.echo(f"database at {where} upgraded from {before or 'empty'} to migration {after}")
+    else:
+        click.echo(f"database at {where} is up to date")
 
 
 @db.command("current")
@@ -496,9 +535,16 @@ def game_show(env: Env, name: str, viewer: str | None) -> None:
         if g is None:
             fail(f"no game named {name}")
         acc = account_by_handle(s, viewer) if viewer else None
+        if viewer and acc is None:
+            fail(f"there is no account named {viewer!r}: --as takes the handle of a player of {g.name} "
+                 "(pbm account list lists the accounts)")
+        rules = get_rules(g.kind)
         if acc is not None:
-            viewer = acc.handle
-        sections = get_rules(g.kind).view(g.state, viewer)
+            playing = {h.lower(): h for h in rules.players(g.state)}
+            viewer = playing.get(acc.handle_key)
+            if viewer is None:
+                click.echo(f"({acc.handle} does not play in {g.name}: this is what an observer sees)\n")
+        sections = rules.view(g.state, viewer)
         for sec in sections:
             title, text, _ = composer.section(sec, g.kind)
             if title:
@@ -588,16 +634,43 @@ def game_do(env: Env, name: str, lines: tuple[str, ...]) -> None:
         seed = secrets.token_hex(16)
         ctx = Context(now=now, rng=random.Random(int(seed, 16)), actor=Actor(handle=None, email=env.settings.gm_address, authenticated=True, is_gm=True), turn=g.turn, game_name=g.name)
         outcome = apply_commands(s, g, rules, commands, ctx, None, gm_actor="cli")
-        env.mailer().send_notices(s, g, rules, outcome.notices, now)
+        mailer = env.mailer()
+        mailer.send_notices(s, g, rules, outcome.notices, now)
         ok = True
         for r in outcome.results:
-            click.echo(f"{'ok     ' if r.ok else 'REFUSED'} {r.text}: {r.message}")
+            message = r.message if r.ok else _gm_refusal(rules, g.name, r.text, r.message)
+            click.echo(f"{'ok     ' if r.ok else 'REFUSED'} {r.text}: {message}")
             ok = ok and r.ok
         for sec in outcome.sections:
             title, text, _ = Composer(env.settings).section(sec, g.kind)
             click.echo(f"\n{title}\n{text}" if title else text)
+        if mailer.queued:
+            click.echo(_queued(mailer.queued))
     if not ok:
         sys.exit(1)
+
+
+def _queued(n: int) -> str:
+    """How many mails a command put in the outbox, counted one per recipient."""
+    return f"{n} notice{'s' if n != 1 else ''} queued"
+
+
+def _gm_refusal(rules: Rules[Any], game: str, text: str, message: str) -> str:
+    """A refusal of a line `pbm game do` ran as the game master.  A game
+    refuses a player's order from a sender without an account ("register
+    first"), which the GM at the CLI is not: say instead that the GM holds no
+    position, and name the GM line meant if there is one (KIOSK 500 ->
+    GM KIOSK 500)."""
+    if message != NOT_REGISTERED:
+        return message
+    said = (f"this is not a GM command of {rules.kind}: `pbm game do` runs lines as the game master, who holds "
+            f"no position in {game}, so a player's order has no one to act for (players send their own orders; "
+            f"`pbm game add-player {game} HANDLE` adds one)")
+    meant = f"GM {text}"
+    parsed = rules.parse([Line(1, meant)])
+    if len(parsed) == 1 and parsed[0].error is None:
+        return f"{said}; did you mean {meant!r}?"
+    return said
 
 
 def _desk(env: Env, name: str, op: DeskOp, *, read: bool = False) -> str:
@@ -620,7 +693,7 @@ def _desk(env: Env, name: str, op: DeskOp, *, read: bool = False) -> str:
 @pass_env
 def game_set(env: Env, name: str, pairs: tuple[str, ...]) -> None:
     """Set server-side settings: early=on|off grace=DURATION remind=DURATION deadline=EXPR
-    press=on|off|broadcast anonymous=on|off."""
+    press=on|off|broadcast anonymous=on|off public_press=on|off seats=N|none."""
     from pbm_server.play import gmdesk
 
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.change_settings(s, m, g, parse_kv(pairs), now, "cli")))
@@ -657,6 +730,22 @@ def game_resume(env: Env, name: str) -> None:
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.resume(s, m, g, now, "cli")))
 
 
+@game.command("private")
+@click.argument("name")
+@click.option("--public", "public", is_flag=True, help="make its pages public again")
+@pass_env
+def game_private(env: Env, name: str, public: bool) -> None:
+    """Take a game's public pages off the web (they answer 404); its players'
+    own links still work.  --public puts them back."""
+
+    def op(s: Session, g: Game, m: Mailer, now: datetime) -> str:
+        g.private = not public
+        audit(s, now, "cli", "game public" if public else "game private", g.name, g)
+        return f"{g.name}'s pages are {'public' if public else 'private: they answer 404'}"
+
+    click.echo(_desk(env, name, op))
+
+
 @game.command("add-player")
 @click.argument("name")
 @click.argument("handle")
@@ -678,6 +767,29 @@ def game_remove_player(env: Env, name: str, handle: str) -> None:
     from pbm_server.play import gmdesk
 
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.remove_player(s, m, g, handle, now, "cli")))
+
+
+@game.command("info")
+@click.argument("name")
+@click.argument("text", nargs=-1, required=True)
+@pass_env
+def game_info(env: Env, name: str, text: tuple[str, ...]) -> None:
+    """Set the text players get for 'info NAME' by mail ('none' removes it)."""
+    from pbm_server.play import roster
+
+    click.echo(_desk(env, name, lambda s, g, m, now: roster.set_info(s, g, " ".join(text), now, "cli")))
+
+
+@game.command("replace")
+@click.argument("name")
+@click.argument("old")
+@click.argument("new")
+@pass_env
+def game_replace(env: Env, name: str, old: str, new: str) -> None:
+    """Hand player OLD's position to the account NEW (a replacement player); both are told."""
+    from pbm_server.play import roster
+
+    click.echo(_desk(env, name, lambda s, g, m, now: roster.replace_player(s, m, g, old, new, now, "cli")))
 
 
 @game.command("press")
@@ -758,13 +870,14 @@ def turn_run(env: Env, name: str, expected: int | None) -> None:
         try:
             rules = get_rules(g.kind)
             turn_no = g.turn
-            outcome = run_turn(s, g, env.mailer(), clock.now(), actor="cli", expected_turn=expected)
+            mailer = env.mailer()
+            outcome = run_turn(s, g, mailer, clock.now(), actor="cli", expected_turn=expected)
         except ServerRefused as exc:
             fail(str(exc))
         what = "processed" if outcome.turn_done else (
             f"not run: the game did not complete its turn ({why_not_done(outcome)}); "
             f"the deadline stays {show_time(g.next_deadline)}")
-        click.echo(f"{g.name}: {rules.turn_name} {turn_no} {what}; {len(outcome.notices)} notice(s) queued"
+        click.echo(f"{g.name}: {rules.turn_name} {turn_no} {what}; {_queued(mailer.queued)}"
                    + ("; the game is finished" if g.status == "finished" else ""))
 
 

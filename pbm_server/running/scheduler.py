@@ -309,7 +309,7 @@ class Scheduler:
                     if game.grace_minutes else "",
                 },
             )
-            sent += len(self.mailer.send_notices(s, game, rules, [notice], now))
+            sent += len(self.mailer.send_notices(s, game, rules, [notice], now, stream="reminders"))
         game.reminded_for = game.next_deadline
         audit(s, now, "scheduler", "reminders", f"{game.name} {rules.turn_name} {game.turn}: " + (", ".join(owing) or "nobody owes orders"), game)
         return sent

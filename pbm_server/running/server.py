@@ -80,6 +80,9 @@ ENV_BACKEND = "PBM_INTERNAL_BACKEND_INDEX"
 #: environment of the HTTP side's process: its listening socket, bound by `pbm serve`
 ENV_HTTP_FD = "PBM_INTERNAL_HTTP_FD"
 
+#: the HTTP side's process runs at this nice increment: mail first
+HTTP_NICE = 10
+
 #: back ends when PBM_BACKENDS is 0: one per core, at most this many
 AUTO_BACKENDS_MAX = 4
 
@@ -319,7 +322,9 @@ class Server:
         parent = os.environ.pop(ENV_PARENT, None)
         if parent:
             _die_with_parent(int(parent))
-            if self.settings.backend_nice:
+            if self.local_parts == ("http",):
+                os.nice(HTTP_NICE)  # a flood of page requests never takes CPU from mail
+            elif self.settings.backend_nice:
                 os.nice(self.settings.backend_nice)
             threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
         self.db.upgrade()
@@ -359,14 +364,20 @@ class Server:
                              daemon=True).start()
 
     def _log_start(self) -> None:
-        pids = [str(be.proc.pid) for be in self.backends if be.proc is not None and "http" not in be.parts]
-        backend = f" in process{'es' if len(pids) > 1 else ''} {', '.join(pids)}" if pids else ""
-        # only a process that listens names the address (a back end's line would claim one it does not hold)
-        where = f" on {self.settings.listen}" if "listener" in self.local_parts else ""
-        if "http" in self.parts and "listener" in self.local_parts:
-            where += f", HTTP on {self.settings.http_listen}"
-        log.info("pbm serve: %s%s, domain %s%s", ", ".join(self.local_parts), where, self.settings.domain,
-                 f"; {', '.join(p for p in BACKEND_PARTS if p in self.parts)}{backend}" if self.split else "")
+        """One line: each part where it runs, and an address only beside the part that listens there."""
+        here: list[str] = []
+        if "listener" in self.local_parts:
+            here.append(f"listener on {self.settings.listen}")
+        if "http" in self.local_parts:
+            here.append(f"HTTP side on {self.settings.http_listen}")
+        work = [p for p in BACKEND_PARTS if p in self.local_parts]
+        if work:
+            here.append(", ".join(work) + (" in this process" if here else ""))
+        for be in self.backends:
+            pid = be.proc.pid if be.proc is not None else "?"
+            what = f"HTTP side on {self.settings.http_listen}" if be.parts == ("http",) else ", ".join(be.parts)
+            here.append(f"{what} in process {pid}")
+        log.info("pbm serve: %s; domain %s", "; ".join(here), self.settings.domain)
 
     def stop(self) -> None:
         self._stopping.set()

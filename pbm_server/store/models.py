@@ -116,6 +116,15 @@ class Game(Base):
     press_mode: Mapped[str] = mapped_column(String(16), default="on", server_default="on")
     #: grey press: recipients are not told who sent a message (the GM is)
     press_anonymous: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: no public pages (the GM's `pbm game private NAME`): they answer 404
+    private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: PRESS TO ALL is public (the game's page and feed) while on (``pbm game set NAME public_press=on``)
+    public_press: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: the text the GM set for ``info NAME`` (``pbm game info NAME TEXT``); None: none
+    info: Mapped[str | None] = mapped_column(Text)
+    #: most players the game takes (``pbm game set NAME seats=N``): a JOIN beyond
+    #: it waits on the waiting list (WaitingEntry); None: no limit
+    seats: Mapped[int | None] = mapped_column(Integer)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -182,6 +191,9 @@ class InboundMail(Base):
     #: SHA-256 of the turn seed whose random stream this mail's commands drew from
     seed: Mapped[str | None] = mapped_column(String(64))
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
+    #: how many times a worker started handling it (committed before each
+    #: start): a mail started twice without finishing is set aside (worker.py)
+    tries: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class Order(Base):
@@ -245,7 +257,7 @@ class OutboundMail(Base):
     created_at: Mapped[datetime]
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
-    #: reply | reply-unproven (to a mail without a password) | report | notice | gm | gm-shunts | gm-quiet | press | gm-press (press.py)
+    #: reply | reply-unproven (to a mail without a password) | reply-code (one of those carrying a confirmation code) | report | notice | gm | gm-shunts | gm-quiet | press | gm-press (press.py)
     kind: Mapped[str] = mapped_column(String(16))
     to_addr: Mapped[str] = mapped_column(String(320))
     message_id: Mapped[str] = mapped_column(String(255))
@@ -264,8 +276,10 @@ class OutboundMail(Base):
 
 
 class AuthThrottle(Base):
-    """Failed password checks per account ("acct:HANDLE") and per sender
-    address ("from:ADDRESS"): see throttle.py."""
+    """Failed password checks per account and sender address
+    ("pair:HANDLE:ADDRESS"), per sender address ("from:ADDRESS") and per
+    account ("acct:HANDLE"): see throttle.py; and code mails sent to an
+    address within the hour ("mailto:ADDRESS"): see commands/recovery.py."""
 
     __tablename__ = "auth_throttle"
 
@@ -301,10 +315,11 @@ class Confirmation(Base):
     to ``email`` and nowhere else."""
 
     __tablename__ = "confirmations"
-    __table_args__ = (Index("ix_confirmations_email", "email"),)
+    __table_args__ = (Index("ix_confirmations_email", "email"), Index("ix_confirmations_handle", "handle"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    #: register | reset (forgot HANDLE: a new password) | email (moving the account to ``email``)
+    #: register | reset (forgot HANDLE: a new password) | email (moving the account to ``email``) |
+    #: undo (moving it back to ``email``, 7 days) | unlock (past a password block at ``email``); see confirm.py
     purpose: Mapped[str] = mapped_column(String(16))
     #: the lower-cased address that must send the code back
     email: Mapped[str] = mapped_column(String(320))
@@ -317,6 +332,21 @@ class Confirmation(Base):
     expires_at: Mapped[datetime]
     #: wrong codes sent from this address for this request
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class WaitingEntry(Base):
+    """A player waiting for a seat of a full game (pbm_server/play/roster.py),
+    with the JOIN line they sent (password-free): it is run for them when a
+    seat frees, first come first served."""
+
+    __tablename__ = "waiting_list"
+    __table_args__ = (UniqueConstraint("game_id", "account_id", name="uq_waiting_game_account"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    line: Mapped[str] = mapped_column(Text)
+    since: Mapped[datetime]
 
 
 class Observer(Base):
@@ -353,6 +383,8 @@ class Press(Base):
     anonymous: Mapped[bool] = mapped_column(Boolean)
     #: the message as relayed
     body: Mapped[str] = mapped_column(Text)
+    #: a PRESS TO ALL sent while the game's public_press was on: shown on the game's page
+    public: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     sent_at: Mapped[datetime]
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
 
@@ -398,6 +430,23 @@ class Bounce(Base):
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
     #: when a GM summary listed it (None: not yet)
     told_at: Mapped[datetime | None]
+
+
+class MailStop(Base):
+    """A stream of mail an address asked not to get any more (one click on
+    List-Unsubscribe, the settings page, or `unsubscribe` by mail): a game's
+    reports, press, reminders or observer boards (game_id None: of every game)."""
+
+    __tablename__ = "mail_stops"
+    __table_args__ = (UniqueConstraint("address", "stream", "game_id", name="uq_mail_stops"),
+                      Index("ix_mail_stops_address", "address"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: lower case
+    address: Mapped[str] = mapped_column(String(320))
+    stream: Mapped[str] = mapped_column(String(16))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    since: Mapped[datetime]
 
 
 class MailHold(Base):

@@ -10,23 +10,30 @@ observer may see (web/pages.py).
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
+from urllib.parse import parse_qs
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from pbm_server.accounts import links
 from pbm_server.base import clock
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import TEMPLATE_PACKAGE, Composer
 from pbm_server.mail.queues import waiting
+from pbm_server.play import streams
 from pbm_server.store.db import Database
+from pbm_server.store.lookup import audit
 from pbm_server.web import pages
 from pbm_server.web.metrics import MailMetrics
 
@@ -37,6 +44,48 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+
+
+#: after each page the HTTP side rests this many times the CPU time it took,
+#: and it makes at most PAGES_PER_SECOND pages (mail first: docs/web.md)
+REST_FACTOR = 3.0
+PAGES_PER_SECOND = 100
+
+
+class PageCache:
+    """Pages as made for a stamp of what they show (web/pages.py: the game's
+    version, status, turn, deadline): a page is made once per change of its
+    game, however often it is asked for.  Bounded: the oldest go first."""
+
+    SIZE = 512
+    #: a page checked against its game this recently is served without asking the database again
+    FRESH_SECONDS = 1.0
+
+    def __init__(self) -> None:
+        self._pages: dict[str, tuple[tuple[Any, ...], Response, float]] = {}
+        self._lock = threading.Lock()
+
+    def fresh(self, key: str) -> Response | None:
+        with self._lock:
+            found = self._pages.get(key)
+        return found[1] if found is not None and time.monotonic() - found[2] < self.FRESH_SECONDS else None
+
+    def get(self, key: str, stamp: tuple[Any, ...]) -> Response | None:
+        with self._lock:
+            found = self._pages.get(key)
+            if found is None or found[0] != stamp:
+                return None
+            self._pages[key] = (stamp, found[1], time.monotonic())
+        return found[1]
+
+    def put(self, key: str, stamp: tuple[Any, ...], response: Response) -> Response:
+        if response.status_code == 200:
+            with self._lock:
+                self._pages.pop(key, None)
+                while len(self._pages) >= self.SIZE:
+                    self._pages.pop(next(iter(self._pages)))
+                self._pages[key] = (stamp, response, time.monotonic())
+        return response
 
 
 def _environment() -> Environment:
@@ -50,7 +99,10 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
     domain = settings.domain if settings is not None else "pbm.localhost"
     composer = Composer(settings) if settings is not None else None
     env = _environment()
-    stylesheet = resources.files(TEMPLATE_PACKAGE).joinpath("web", "pbm.css").read_text(encoding="utf-8")
+    # one stylesheet for the pages: their own rules, then the boards' (the mails use the same two: compose.py)
+    sheets = resources.files(TEMPLATE_PACKAGE)
+    stylesheet = (sheets.joinpath("web", "pbm.css").read_text(encoding="utf-8") + "\n"
+                  + sheets.joinpath("boards.css").read_text(encoding="utf-8"))
 
     def html(template: str, data: dict[str, Any], json_url: str) -> Response:
         body = env.get_template(template).render(domain=domain, json_url=json_url, **data)
@@ -91,6 +143,38 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
     def not_found(what: str) -> Response:
         return PlainTextResponse(f"{what}\n", status_code=404, headers=SECURITY_HEADERS)
 
+    cache = PageCache()
+    #: pages are made one at a time: a flood of requests waits here, not for the CPU the mail needs
+    modest = threading.Lock()
+    pace = [0.0]  # when the next page may be made (monotonic seconds)
+
+    def cached(make: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        """``make`` runs only when the page's game changed since it last ran."""
+
+        def handler(request: Request) -> Response:
+            with modest:  # one page at a time, each after the rest the one before earned
+                time.sleep(max(0.0, pace[0] - time.monotonic()))
+                cpu, began = time.thread_time(), time.monotonic()
+                try:
+                    return serve(request)
+                finally:  # 3 times the CPU the page took, and at most PAGES_PER_SECOND pages
+                    took = time.thread_time() - cpu
+                    pace[0] = began + max(took * (1 + REST_FACTOR), 1 / PAGES_PER_SECOND)
+
+        def serve(request: Request) -> Response:
+            key = str(request.url)  # the feed names the host it was asked by
+            fresh = cache.fresh(key)
+            if fresh is not None:
+                return fresh
+            name = request.path_params.get("name", "").removesuffix(".json")
+            with db.read() as s:
+                stamp = pages.game_stamp(s, name) if name else pages.index_stamp(s)
+            if stamp is None:
+                return not_found(f"no game named {name} here")
+            return cache.get(key, stamp) or cache.put(key, stamp, make(request))
+
+        return handler
+
     def index(request: Request) -> Response:
         data = read(pages.games_index, domain) or {}
         return html("web/index.html", data, "/games.json")
@@ -106,8 +190,12 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         if data is None:
             return not_found(f"no game named {name} here")
         if as_json:
-            return JSONResponse({k: v for k, v in data.items() if k != "board"}
-                                | {"board": [{"title": p["title"], "text": p["text"]} for p in data["board"]]})
+            chart = data["chart"]
+            return JSONResponse({k: v for k, v in data.items() if k not in ("board", "chart")}
+                                | {"board": [{"title": p["title"], "text": p["text"]} for p in data["board"]],
+                                   "scores": [{"handle": r["handle"], "by_turn": {str(t): v for t, v in r["scores"].items()}}
+                                              for r in chart["rows"]] if chart else [],
+                                   "scores_after": chart.get("after", "turn") if chart else None})
         return html("web/game.html", data, f"/games/{data['name']}.json")
 
     def turn(request: Request) -> Response:
@@ -127,9 +215,25 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         if data is None:
             return not_found(f"no game named {name} here")
         base = str(request.base_url).rstrip("/")
-        updated = data["turns"][-1]["processed_at"] if data["turns"] else datetime(2000, 1, 1, tzinfo=timezone.utc).isoformat()
+        times = [t["processed_at"] for t in data["turns"][-1:]] + [p["sent_at"] for p in data["press"][:1]]
+        updated = max(times) if times else datetime(2000, 1, 1, tzinfo=timezone.utc).isoformat()
         body = env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data)
         return Response(body, media_type="application/atom+xml")
+
+    def player(request: Request) -> Response:
+        handle = request.path_params["handle"]
+        as_json = handle.endswith(".json")
+        handle = handle.removesuffix(".json")
+        data = read(pages.player_page, handle)
+        if data is None:
+            return not_found(f"no player called {handle} plays a public game here")
+        if as_json:
+            return JSONResponse({"handle": data["handle"], "games": data["games"],
+                                 "curio_ratings": [{"game": r["game"], "start": r["start"],
+                                                    "history": [{k: v for k, v in row.items() if k not in ("n", "handle")}
+                                                                for row in r["history"]]}
+                                                   for r in data["ratings"]]})
+        return html("web/player.html", data, f"/players/{data['handle']}.json")
 
     def own(request: Request) -> Response:
         handle, name = request.path_params["handle"], request.path_params["name"]
@@ -144,18 +248,69 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         response.headers["Cache-Control"] = "private, no-store"
         return response
 
+    def stop_target(request: Request) -> tuple[dict[str, Any], Response | None]:
+        handle, name, stream = (request.path_params[k] for k in ("handle", "name", "stream"))
+        what = streams.STREAMS.get(stream)
+        token = request.query_params.get("k", "")
+        info = {"handle": handle, "game": name.lower(), "stream": stream, "what": what or "",
+                "action": f"{request.url.path}?k={token}"}
+        if what is None:
+            return info, not_found(f"no stream of mail called {stream}")
+        return info, None
+
+    def _stop(info: dict[str, Any], token: str) -> dict[str, Any] | None:
+        with db.write() as s:
+            game = pages.any_game(s, info["game"])
+            account = links.check(s, f"stop-{info['stream']}", info["handle"], info["game"], token, clock.now()) \
+                if game is not None else None
+            if game is None or account is None:
+                return None
+            fresh = streams.stop(s, account.email, info["stream"], game.id, clock.now())
+            audit(s, clock.now(), account.handle, "mail stopped", f"{info['stream']} of {game.name} (one click)", game)
+        return info | {"done": True, "already": not fresh, "handle": account.handle}
+
+    async def unsubscribe(request: Request) -> Response:
+        """GET: the settings with a button; POST (RFC 8058 one click, or the
+        button): the stream stops at once, no login, no confirmation."""
+        info, refused = stop_target(request)
+        if refused is not None:
+            return refused
+        token = request.query_params.get("k", "")
+        if request.method == "POST":
+            body = (await request.body())[:2000].decode("latin-1")
+            if parse_qs(body).get("List-Unsubscribe") != ["One-Click"]:
+                return PlainTextResponse("expected List-Unsubscribe=One-Click (RFC 8058)\n", status_code=400)
+            done = await run_in_threadpool(_stop, info, token)
+            if done is None:
+                return bad_link(info["game"])
+            return html("web/unsubscribe.html", done, f"/games/{info['game']}.json")
+        with db.read() as s:
+            ok = links.check(s, f"stop-{info['stream']}", info["handle"], info["game"], token, clock.now())
+        if ok is None:
+            return bad_link(info["game"])
+        return html("web/unsubscribe.html", info | {"done": False, "already": False, "handle": ok.handle},
+                    f"/games/{info['game']}.json")
+
+    def bad_link(name: str) -> Response:
+        return PlainTextResponse(
+            "This link does not work any more: it has expired, or it was changed. Mail 'help' to "
+            f"pbm@{domain} for the commands (unsubscribe {name} STREAM stops mail by mail).\n", status_code=403,
+            headers=SECURITY_HEADERS)
+
     def style(request: Request) -> Response:
         return Response(stylesheet, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
     app = Starlette(routes=[
         Route("/healthz", healthz, methods=["GET", "HEAD"]),
         Route("/metrics", metrics_page, methods=["GET"]),
-        Route("/", index, methods=["GET", "HEAD"]),
-        Route("/games.json", index_json, methods=["GET"]),
-        Route("/games/{name}", game, methods=["GET", "HEAD"]),
-        Route("/games/{name}/turns/{turn}", turn, methods=["GET", "HEAD"]),
-        Route("/games/{name}/feed.atom", feed, methods=["GET"]),
+        Route("/", cached(index), methods=["GET", "HEAD"]),
+        Route("/games.json", cached(index_json), methods=["GET"]),
+        Route("/games/{name}", cached(game), methods=["GET", "HEAD"]),
+        Route("/games/{name}/turns/{turn}", cached(turn), methods=["GET", "HEAD"]),
+        Route("/games/{name}/feed.atom", cached(feed), methods=["GET"]),
+        Route("/players/{handle}", cached(player), methods=["GET", "HEAD"]),
         Route("/me/{handle}/{name}", own, methods=["GET", "HEAD"]),
+        Route("/unsubscribe/{handle}/{name}/{stream}", unsubscribe, methods=["GET", "POST"]),
         Route("/static/pbm.css", style, methods=["GET"]),
     ])
     #: the counters count from the HTTP side's start (HttpSide.start reads the rows once)

@@ -18,16 +18,48 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
+from games.curio.ratings import START as RATING_START
 from pbm_server.accounts import links
 from pbm_server.base import clock
-from pbm_server.mail.compose import Composer
+from pbm_server.mail.compose import Composer, redact
 from pbm_server.play import views
 from pbm_server.play.seeds import seed_hash
-from pbm_server.store.models import Game, Snapshot
+from pbm_server.store.lookup import account_by_handle
+from pbm_server.store.models import Game, Press, Snapshot
+from pbm_server.web import charts
+
+#: (game id, its newest processed turn's snapshot id) -> the chart and its table: made once per turn
+_CHARTS: dict[tuple[int, int], dict[str, Any] | None] = {}
+_CHARTS_KEPT = 256
+#: turns a chart shows, at most (the newest)
+CHART_TURNS = 30
+#: public press a game's page and feed show (the newest)
+PRESS_SHOWN = 20
+#: plays a sequence game's standings chart shows (spread over the game)
+CHART_PLAYS = 20
+#: rated boards a player's rating chart and table show (the newest)
+RATED_SHOWN = 60
+#: handles a game's page names (a large game's page says how many more)
+PLAYERS_NAMED = 100
 
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
+
+
+def game_stamp(session: Session, name: str) -> tuple[Any, ...] | None:
+    """What a game's pages depend on, read without its state: a page made
+    for the same stamp is the same page (web/app.py keeps it)."""
+    press = select(func.max(Press.id)).where(Press.game_id == Game.id, Press.public.is_(True)).scalar_subquery()
+    row = session.execute(select(Game.version, Game.updated_at, Game.status, Game.turn, Game.next_deadline,
+                                 Game.deadline, Game.private, press).where(func.lower(Game.name) == name.lower())).first()
+    return None if row is None else tuple(row)
+
+
+def index_stamp(session: Session) -> tuple[Any, ...]:
+    row = session.execute(select(func.count(), func.max(Game.updated_at), func.sum(Game.version), func.sum(Game.turn))
+                          .where(Game.private.is_(False))).first()
+    return tuple(row) if row is not None else ()
 
 
 def _summary(game: Game, domain: str) -> dict[str, Any]:
@@ -47,7 +79,7 @@ def _summary(game: Game, domain: str) -> dict[str, Any]:
 
 
 def games_index(session: Session, domain: str) -> dict[str, Any]:
-    games = session.scalars(select(Game).order_by(Game.name)).all()
+    games = session.scalars(select(Game).where(Game.private.is_(False)).order_by(Game.name)).all()
     return {"games": [_summary(g, domain) for g in games]}
 
 
@@ -73,9 +105,20 @@ def _turns(session: Session, game: Game) -> list[dict[str, Any]]:
     } for t, s in sorted(last.items())]
 
 
-def game_page(session: Session, composer: Composer, name: str, domain: str) -> dict[str, Any] | None:
-    """A game's page, or None when there is no such game."""
+def any_game(session: Session, name: str) -> Game | None:
+    """The game named ``name``, public or private (a player's own links work for both)."""
+    return session.scalar(select(Game).where(func.lower(Game.name) == name.lower()))
+
+
+def _public_game(session: Session, name: str) -> Game | None:
+    """The game named ``name`` if its pages are public (not made private by the GM)."""
     game = session.scalar(select(Game).where(func.lower(Game.name) == name.lower()))
+    return None if game is None or game.private else game
+
+
+def game_page(session: Session, composer: Composer, name: str, domain: str) -> dict[str, Any] | None:
+    """A game's page, or None when there is no such game (or it is private)."""
+    game = _public_game(session, name)
     if game is None:
         return None
     rules = get_rules(game.kind)
@@ -84,7 +127,12 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
         title, text, html = composer.section(section, game.kind)
         board.append({"title": title, "text": text, "html": html})
     data = _summary(game, domain)
+    handles = list(rules.players(game.state))
     data.update({
+        "chart": _play_chart(game) if hasattr(rules, "score_history") else
+        _chart(session, game) if rules.has_turns else None,
+        "handles": handles[:PLAYERS_NAMED],
+        "press": public_press(session, game),
         "board": board,
         "turns": _turns(session, game) if rules.has_turns else [],
         "open_turn_seed_sha256": seed_hash(game.turn_seed) if rules.has_turns else None,
@@ -96,7 +144,7 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
 def turn_page(session: Session, name: str, turn: int) -> dict[str, Any] | None:
     """One processed turn of a game: its public report, published seed hash
     and revealed seed; None when there is no such game or turn."""
-    game = session.scalar(select(Game).where(func.lower(Game.name) == name.lower()))
+    game = _public_game(session, name)
     if game is None:
         return None
     snap = session.scalars(select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "after",
@@ -134,3 +182,115 @@ def own_page(session: Session, composer: Composer, handle: str, name: str, token
     expires = token.partition(".")[0]
     return {"name": game.name, "handle": account.handle, "sections": sections,
             "expires": datetime.fromtimestamp(int(expires)).isoformat()}
+
+
+def _chart(session: Session, game: Game) -> dict[str, Any] | None:
+    """The public scores after each processed turn (``Rules.scores``) as a
+    chart and a table; None for a game that keeps no public score."""
+    rules = get_rules(game.kind)
+    snaps = session.execute(select(Snapshot.id, Snapshot.turn).where(
+        Snapshot.game_id == game.id, Snapshot.phase == "after").order_by(Snapshot.id)).all()
+    if not snaps:
+        return None
+    key = (game.id, snaps[-1].id)
+    if key in _CHARTS:
+        return _CHARTS[key]
+    newest: dict[int, int] = {}
+    for sid, turn in snaps:  # a turn run again after a rollback: its newest run
+        newest[turn] = sid
+    series: dict[str, list[tuple[int, float]]] = {}
+    for turn in sorted(newest)[-CHART_TURNS:]:
+        snap = session.get(Snapshot, newest[turn])
+        if snap is None:
+            continue
+        for handle, score in rules.scores(snap.state):
+            series.setdefault(handle, []).append((turn, float(score)))
+    chart = _table(series, rules.turn_name, f"{game.name}: scores by {rules.turn_name}",
+                   f"The public scores after each {rules.turn_name} of the leaders after the last one.")
+    if len(_CHARTS) >= _CHARTS_KEPT:
+        _CHARTS.pop(next(iter(_CHARTS)))
+    _CHARTS[key] = chart
+    return chart
+
+
+def _table(series: dict[str, list[tuple[int, float]]], x_name: str, title: str, caption: str,
+           from_zero: bool = True, ident: str = "chart") -> dict[str, Any] | None:
+    """A chart of ``series`` and the table of its figures (the lines it draws)."""
+    if not series:
+        return None
+    shown = charts.leaders(series)
+    turns = sorted({t for h in shown for t, _ in series[h]})
+    return {"svg": charts.line_chart(series, x_name, title, from_zero=from_zero, ident=ident), "x_name": x_name,
+            "caption": caption, "turns": turns, "rows": [{"handle": h, "scores": dict(series[h])} for h in shown]}
+
+
+def _play_chart(game: Game) -> dict[str, Any] | None:
+    """A sequence game's standings after its plays (``score_history``): every
+    play's public mail shows them, so they are public from the first play on."""
+    rules: Any = get_rules(game.kind)
+    series: dict[str, list[tuple[int, float]]] = {}
+    for number, standings in rules.score_history(game.state, CHART_PLAYS):
+        for handle, score in standings:
+            series.setdefault(handle, []).append((number, float(score)))
+    chart = _table(series, "play", f"{game.name}: scores by play",
+                   "The public scores after the plays (at most "
+                   f"{CHART_PLAYS}, spread over the game) of the leaders after the last one"
+                   + ("; the last point has the deadline's bonuses." if game.state.get("finished") else "."))
+    if chart is not None:
+        chart["after"] = "play"
+    return chart
+
+
+def public_press(session: Session, game: Game) -> list[dict[str, Any]]:
+    """The newest public press of a game, newest first: PRESS TO ALL sent while
+    the GM's public_press was on (never press to single players); the sender's
+    handle unless it was anonymous; the text as relayed, any ``$$`` pair masked."""
+    rows = session.scalars(select(Press).where(Press.game_id == game.id, Press.public.is_(True))
+                           .order_by(Press.id.desc()).limit(PRESS_SHOWN)).all()
+    return [{"id": p.id, "sent_at": _iso(p.sent_at),
+             "sender": "the game master" if p.sender == "gm" else None if p.anonymous else p.sender,
+             "text": redact(p.body, set())} for p in rows]
+
+
+def player_stamp(session: Session) -> tuple[Any, ...]:
+    """What a player's page depends on: the public games (their states)."""
+    return index_stamp(session)
+
+
+def player_page(session: Session, handle: str) -> dict[str, Any] | None:
+    """A player's page: the handle, the public games they play, their curio
+    rating history in each public curio game; None when they play in no
+    public game (an unknown handle looks the same: the page is no way to
+    find out who has an account)."""
+    key = handle.lower()
+    games = []
+    ratings = []
+    shown = handle
+    for game in session.scalars(select(Game).where(Game.private.is_(False)).order_by(Game.name)).all():
+        rules: Any = get_rules(game.kind)
+        found = next((p for p in rules.players(game.state) if p.lower() == key), None)
+        # curio: a player of finished boards only has played there too
+        history = rules.rating_history(game.state, found or handle) if hasattr(rules, "rating_history") else []
+        if history and found is None:
+            found = next(r["handle"] for r in history)
+        if found is None:
+            continue
+        shown = found
+        games.append({"name": game.name, "kind": game.kind, "title": rules.title, "status": game.status})
+        if hasattr(rules, "rating_history"):
+            ratings.append(_rating(game.name, found, history))
+    if not games:
+        return None
+    account = account_by_handle(session, shown)
+    return {"handle": account.handle if account is not None else shown, "games": games, "ratings": ratings}
+
+
+def _rating(game: str, handle: str, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """One curio game's rating history of a player: the chart (the rating after
+    each rated board, from the start) and its rows."""
+    rows = [dict(row, n=i) for i, row in enumerate(history, 1)][-RATED_SHOWN:]
+    points = [(0, float(RATING_START))] if len(rows) == len(history) else []
+    points += [(r["n"], float(r["rating"])) for r in rows]
+    svg = charts.line_chart({handle: points}, "rated board", f"{handle}: curio rating in {game}", from_zero=False,
+                            ident=f"rating-{game}") if rows else ""
+    return {"game": game, "start": RATING_START, "svg": svg, "history": rows}

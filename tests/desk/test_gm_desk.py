@@ -170,6 +170,9 @@ def test_history_and_status_by_mail(table_stopped):
     reply = t.player("carol", "pbm", "history g1")
     assert "the report of round 1" in reply
     body = report.split("Hello carol,", 1)[-1].strip()
+    # the mail starts with the reader's next action (issue 29); the report itself follows it
+    assert body.startswith("Your orders for round 2 are due")
+    body = body.split("\n\n", 1)[1]
     assert body.split("Next deadline")[0].strip()[:200] in reply
     assert "round 1: processed" in reply and "round 2: open" in reply
     import hashlib

@@ -117,6 +117,9 @@ class Table:
                     cmd.actor = userid
                 else:
                     cmd.error = "wrong userid or password"
+                    # as the server does (pipeline/authenticate.py): the "userid" slot may
+                    # hold a misplaced password, so a failed line never echoes it
+                    cmd.text = " ".join("****" if w == userid else w for w in cmd.text.split(" "))
             for handle in cmd.accounts:
                 if self.known(handle):
                     emails[handle] = self.email(handle)

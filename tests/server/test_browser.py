@@ -9,6 +9,7 @@ directory."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -89,6 +90,11 @@ def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, 
     assert browser.current_url == base + "/games/ring1"
     heading = browser.find_element("tag name", "h1").text
     assert heading.startswith("ring1") and "Giveaway" in heading
+    chart = browser.find_element("css selector", "svg.chart")
+    assert chart.is_displayed() and chart.size["width"] > 300
+    assert browser.find_element("css selector", "svg.chart title").get_attribute("textContent") == \
+        "ring1: scores by round"
+    assert len(browser.find_elements("css selector", "svg.chart polyline")) == 3  # ann, bob, cat
     board = browser.find_element("css selector", "section.board").text
     assert "ann" in board and "bob" in board and "cat" in board
     assert "GIVE 3 TO bob" not in browser.page_source  # ann's held order is hers alone
@@ -124,3 +130,54 @@ def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, 
     pbm.secrets.add("ann-pass-2")
     browser.get(link)
     assert "does not open a game" in browser.find_element("tag name", "body").text
+
+
+def test_one_click_in_the_browser_stops_a_stream(pbm: PbmServer, browser, tmp_path):
+    """The settings page a mail's unsubscribe link opens: one button, and the
+    stream stops at once (the outbox shows no more of it)."""
+    where = Path(os.environ.get("PBM_SCREENSHOTS") or tmp_path / "screenshots")
+    pbm.cli("game", "new", "giveaway", "ring1")
+    for handle in ("ann", "bob", "cat"):
+        pbm.register(handle, f"{handle}-pass-1")
+        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
+    pbm.run_turn("ring1")
+    pbm.settle()
+    report = next(m for m in pbm.inbox("ann@example.org") if str(m["Subject"]).endswith("round 1 report"))
+    https = re.findall(r"<([^>]+)>", " ".join(str(report["List-Unsubscribe"]).split()))[0]
+    browser.get(https)
+    assert "mail settings of ann" in browser.find_element("tag name", "h1").text
+    shots(browser, "unsubscribe", where)
+    browser.find_element("css selector", "form button").click()
+    assert "Stopped: no more turn reports and game notices of ring1" in browser.find_element("tag name", "main").text
+    before = pbm.sql("SELECT count(*) FROM outbox WHERE to_addr = 'ann@example.org' AND kind = 'report'")[0][0]
+    pbm.run_turn("ring1")
+    pbm.settle()
+    assert pbm.sql("SELECT count(*) FROM outbox WHERE to_addr = 'ann@example.org' AND kind = 'report'")[0][0] == before
+    assert pbm.sql("SELECT count(*) FROM outbox WHERE to_addr = 'bob@example.org' AND kind = 'report'")[0][0] == 2
+
+
+def test_a_player_page_from_a_game_page_shows_the_curio_rating_chart(pbm: PbmServer, browser, tmp_path):
+    """The curio game's page names its players; a click opens ann's page with
+    her rating after each finished board as a chart (and its table)."""
+    where = Path(os.environ.get("PBM_SCREENSHOTS") or tmp_path / "screenshots")
+    pw = {"ann": "ann-pass-1", "bob": "bob-pass-22", "cat": "cat-pass-333"}
+    addr = {h: pbm.register(h, p) for h, p in pw.items()}
+    for number, other in ((101, "bob"), (102, "cat"), (103, "bob")):
+        pbm.mail(addr["ann"], "pbm", f"curio challenge ann {other} $${pw['ann']}$$")
+        pbm.mail(addr["ann"], "pbm", f"curio move {number} ann {pw['ann']} a2-a3")
+        if number < 103:  # 103 stays in play: ann is among the game's players
+            pbm.mail(addr[other], "pbm", f"curio move {number} {other} {pw[other]} resign")
+    base = f"http://127.0.0.1:{pbm.http_port}"
+    browser.get(base + "/games/curio")
+    browser.find_element("css selector", "section.players").find_element("link text", "ann").click()
+    assert browser.current_url == base + "/players/ann"
+    assert browser.find_element("tag name", "h1").text.startswith("ann")
+    chart = browser.find_element("css selector", "svg.chart")
+    assert chart.is_displayed() and chart.size["width"] > 300
+    assert browser.find_element("css selector", "svg.chart title").get_attribute("textContent") == \
+        "ann: curio rating in curio"
+    assert len(browser.find_elements("css selector", "svg.chart polyline")) == 1
+    ratings = [td.text for td in browser.find_elements("css selector", "table.ratings tbody td:last-child")]
+    assert ratings == ["1516", "1531"]
+    assert "@example.org" not in browser.page_source
+    shots(browser, "player", where)

@@ -33,7 +33,7 @@ def test_new_list_show_export_import_turn(pbm, kind, tmp_path):
         said = re.fullmatch(
             rf"g-{kind}: {rules.turn_name} 1 (processed|not run: the game did not complete its turn \(.+\); "
             r"the deadline stays .+?); "
-            r"(\d+) notice\(s\) queued(; the game is finished)?\n",
+            r"(\d+) notices? queued(; the game is finished)?\n",
             run.stdout,
         )
         assert said, run.stdout

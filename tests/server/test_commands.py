@@ -18,8 +18,10 @@ def commands_named(text: str) -> list[str]:
 
 
 def test_unknown_command_lists_every_command_the_sender_may_use(pbm):
-    anyone = ["confirm", "forgot", "games", "help", "password", "register", "reset", "signup"]
-    player = sorted(anyone + ["absent", "email", "history", "observe", "status", "timezone", "unobserve"])
+    anyone = ["confirm", "forgot", "games", "help", "info", "password", "register", "reset", "signup", "undo",
+              "unsubscribe", "who"]
+    player = sorted(anyone + ["absent", "email", "history", "observe", "settings", "status", "subscribe", "summary",
+                              "timezone", "unobserve"])
     gm = sorted(player + ["do", "game", "turn"])
     # the registry says the same (a new command shows up in the lists by itself)
     assert sorted(n for c in REGISTRY if c.audience is Audience.ANYONE for n in c.names) == anyone

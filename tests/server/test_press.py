@@ -79,7 +79,8 @@ def test_press_reaches_the_named_players_of_that_game_only(pbm):
     assert "alice" in got["From"].addresses[0].display_name and "alice" in str(got["Subject"])
     assert got["Auto-Submitted"] == "auto-generated" and got["X-Loop"] == "pbm@pbm.test"
     # the message as written, blank line, signature and all; the address withheld
-    assert "Bob, shall we ring with carol?\n\nGIVE 3 TO carol\n-- \nalice ((address withheld))" in text, text
+    assert ("press| Bob, shall we ring with carol?\npress|\npress| GIVE 3 TO carol\npress| -- \n"
+            "press| alice ((address withheld))") in text, text
     assert "alice@example.org" not in raw_text(got)
     for other in ("carol", "dave", "erin", "alice"):
         assert press_mails(pbm, addr(other)) == [], other
@@ -96,10 +97,11 @@ def test_press_reaches_the_named_players_of_that_game_only(pbm):
 def test_refusals_name_the_fault_and_send_nothing(pbm):
     setup(pbm)
     reply = say(pbm, "alice", "PRESS TO bob zed\nhello\nENDPRESS")
-    assert "REFUSED (line 1): there is no player called 'zed'" in reply, reply
+    assert "REFUSED (line 1): there is no player called 'zed' in ring" in reply, reply
     assert "accepted here: ALL, or handles of the players of ring: bob, carol" in reply, reply
     reply = say(pbm, "alice", "PRESS TO dave\nhello\nENDPRESS")
-    assert "dave is not a player of ring; nothing was sent" in reply, reply
+    # dave has an account but plays elsewhere: answered alike (no probing for accounts)
+    assert "there is no player called 'dave' in ring; nothing was sent" in reply, reply
     reply = say(pbm, "alice", "PRESS TO bob\n\n\nENDPRESS")
     assert "the message is empty" in reply, reply
     # dave plays in another game; erin only watches ring

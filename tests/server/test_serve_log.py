@@ -11,10 +11,13 @@ def test_a_back_end_without_the_listener_claims_no_listen_address(pbm_stopped):
     pbm = pbm_stopped
     pbm.start("listener")  # the worker, delivery and scheduler only, as a back end runs
     line = start_line(pbm)
-    assert "worker, outbound, scheduler, domain pbm.test" in line, line
-    assert f":{pbm.port}" not in line and " on " not in line.split("pbm serve: ", 1)[1], line
+    assert "worker, outbound, scheduler in this process; domain pbm.test" in line, line
+    assert f":{pbm.port}" not in line and "listener" not in line, line
+    # the HTTP side runs here too, and names its own address
+    assert f"HTTP side on 127.0.0.1:{pbm.http_port}; worker" in line, line
 
 
 def test_the_listener_names_its_address(pbm):
     line = start_line(pbm)
-    assert f"listener, worker, outbound, scheduler on 127.0.0.1:{pbm.port}, domain pbm.test" in line, line
+    assert (f"pbm serve: listener on 127.0.0.1:{pbm.port}; HTTP side on 127.0.0.1:{pbm.http_port}; "
+            "worker, outbound, scheduler in this process; domain pbm.test") in line, line

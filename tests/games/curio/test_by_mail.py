@@ -20,7 +20,7 @@ from tests.games.curio.oracle import expected_token
 
 PW = {"alice": "alice-secret-1", "bob": "bob-secret-2", "carol": "carol-secret-3"}
 AFTER = re.compile(r"Position after move (\d+):")
-TD = re.compile(r'<td class="[^"]*" title="([a-z][0-9]+)"[^>]*>([^<]*)</td>')
+TD = re.compile(r'<td (?=[^>]*\btitle="([a-z][0-9]+)")(?=[^>]*\bdata-token="([^"]*)")[^>]*>')  # any attribute order
 
 
 

@@ -125,7 +125,8 @@ def test_gm_may_challenge_for_two_players_and_both_are_told():
     ("carol", "curio challenge alice bob", "you (carol) can only challenge with yourself"),
     ("alice", "curio challenge alice zed", "there is no account zed: both players must be registered"),
     ("alice", "curio challenge alice alice", "the two players must be different"),
-    ("alice", "curio challenge alice", "name exactly two players, not 1"),
+    ("alice", "curio challenge alice bob carol", "name two players (or only yourself, for an open challenge), not 3"),
+    ("alice", "curio challenge bob", "an open challenge names only yourself (alice)"),
     ("alice", "curio challenge -bogus alice bob", "unknown option '-bogus'"),
     ("alice", "curio challenge -rows=x alice bob", "-rows needs a whole number"),
     ("alice", "curio challenge -num_pieces=20 alice bob",
@@ -544,7 +545,7 @@ def test_the_templates_draw_the_same_board_in_text_and_html():
         shown = parse_ascii_board(text)
         assert shown == grid(section.data)
         assert_view_allowed(board, section.data, viewer)
-        cells = dict(re.findall(r'title="([a-z][0-9]+)"[^>]*>([^<]*)</td>', html))
+        cells = dict(re.findall(r'title="([a-z][0-9]+)" data-token="([^"]*)"', html))
         assert cells == shown
         assert f"Position after move {board.position.ply}:" in text
         board_lines = set(section.data["grid"].splitlines())

@@ -509,7 +509,7 @@ def test_report_html_part_has_the_same_facts():
     give_all(t, {"Alice": ["GIVE 1 TO Bob"], "Bob": ["GIVE 1 TO Alice", "GIVE 1 TO Carol"], "Carol": ["GIVE 1 TO Alice"]})
     notice = t.run().notices[0]
     html = make_environment().get_template("giveaway/report.html").render(**notice.data, viewer="Bob")
-    assert "<tr><td>Bob</td><td align=\"right\">2</td><td>gave 1 to Alice, 1 to Carol</td><td>1 from Alice</td>" in html
+    assert "<tr><td>Bob</td><td class=\"num\">2</td><td>gave 1 to Alice, 1 to Carol</td><td>1 from Alice</td>" in html
     assert "<li>Alice &gt; Bob &gt; Alice: 2 players passing 1 point, each receives 2 instead of 1 (+1).</li>" in html
     assert "<li>Alice &gt; Bob &gt; Carol &gt; Alice (1 point): broken by Bob gives 1 to Alice.</li>" in html
 

@@ -1,0 +1,159 @@
+"""The streams of mail a player or observer may stop: one click on a mail's
+List-Unsubscribe link (RFC 8058), its settings page, or `unsubscribe` by mail.
+
+A stream is the mail of one game (or of every game: ``game_id`` None) of one
+kind: its turn reports and notices, its press, its deadline reminders, its
+observer boards.  Mail that must still go never carries the link and is never
+stopped: confirmation and recovery codes, security notices, replies to the
+player's own mail.  A player who stops a game's reports reads them on the web
+(their own view, pbm_server/web/).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from textwrap import fill
+from urllib.parse import quote
+
+from sqlalchemy import or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from pbm_server.accounts import links
+from pbm_server.base.settings import Settings
+from pbm_server.mail.compose import Rendered, text_html
+from pbm_server.store.models import Account, MailStop
+
+#: stream -> what it is, for people
+STREAMS = {
+    "reports": "turn reports and game notices",
+    "press": "press from the other players",
+    "reminders": "deadline reminders",
+    "observe": "observer boards",
+}
+
+
+def stopped(session: Session, stream: str, game_id: int | None) -> set[str]:
+    """The addresses (lower case) that stopped ``stream`` of this game, or of every game."""
+    rows = session.scalars(select(MailStop.address).where(
+        MailStop.stream == stream, or_(MailStop.game_id.is_(None), MailStop.game_id == game_id)))
+    return set(rows)
+
+
+def stop(session: Session, address: str, stream: str, game_id: int | None, now: datetime) -> bool:
+    """Stop a stream for an address; False if it was stopped already."""
+    address = address.lower()
+    found = session.scalar(select(MailStop.id).where(MailStop.address == address, MailStop.stream == stream,
+                                                     MailStop.game_id.is_(None) if game_id is None
+                                                     else MailStop.game_id == game_id))
+    if found is not None:
+        return False
+    try:
+        with session.begin_nested():
+            session.add(MailStop(address=address, stream=stream, game_id=game_id, since=now))
+    except IntegrityError:  # a second click at the same moment
+        return False
+    return True
+
+
+def resume(session: Session, address: str, stream: str | None, game_id: int | None) -> int:
+    """Start a stream (every stream: None) again; how many stops were lifted."""
+    rows = [r for r in stops_of(session, address) if r.game_id == game_id and stream in (None, r.stream)]
+    for row in rows:
+        session.delete(row)
+    return len(rows)
+
+
+def stops_of(session: Session, address: str) -> list[MailStop]:
+    return list(session.scalars(select(MailStop).where(MailStop.address == address.lower()).order_by(MailStop.id)))
+
+
+@dataclass(frozen=True)
+class Unsubscribe:
+    """What goes into one mail's List-Unsubscribe header and its footer line."""
+
+    https: str
+    mailto: str
+
+
+class LinkMaker:
+    """Unsubscribe and own-view links for the mails of one sending (the key is
+    read once)."""
+
+    def __init__(self, session: Session, settings: Settings):
+        self.session = session
+        self.settings = settings
+        self.base = links.base_url(settings.public_url, settings.http_listen)
+        self._key: bytes | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Links need the HTTP side (PBM_HTTP_LISTEN) or a public URL to point at."""
+        return bool(self.settings.http_listen or self.settings.public_url)
+
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = links.link_key(self.session)
+        return self._key
+
+    def unsubscribe(self, account: Account, stream: str, game: str, now: datetime) -> Unsubscribe | None:
+        if not self.enabled:
+            return None
+        link = links.make_with(self.key(), account, f"stop-{stream}", game, now)
+        https = f"{self.base}/unsubscribe/{link.handle}/{link.game}/{stream}?k={link.token}"
+        command = quote(f"unsubscribe {link.game} {stream} {link.token}")
+        return Unsubscribe(https, f"mailto:{self.settings.server_address}?subject={command}")
+
+    def own_view(self, account: Account, game: str, now: datetime) -> str | None:
+        if not self.enabled:
+            return None
+        return links.url(self.base, links.make_with(self.key(), account, "view", game, now))
+
+
+def with_links(body: Rendered, stop: Unsubscribe | None, own: str | None, what: str, game: str) -> Rendered:
+    """A mail's body with, at its end, the link to the player's own view (a
+    report) and the one that stops this stream of mail."""
+    lines = []
+    if own:
+        lines.append(fill(f"Your own view of {game} on the web (keep this link to yourself):", 72) + f"\n{own}")
+    if stop is not None:
+        lines.append(fill(f"One click stops these mails ({what} of {game}):", 72) + f"\n{stop.https}")
+    if not lines:
+        return body
+    extra = "\n\n".join(lines)
+    return Rendered(body.text + "\n\n" + extra, None if body.html is None else body.html + "\n" + text_html(extra))
+
+
+#: the bars in a report mail: the leaders only
+BARS = 10
+
+
+def score_bars(scores: list[tuple[str, int]], turn_name: str) -> str:
+    """The leading public scores as bars for a mail's HTML part: a table of
+    coloured cells sized in percent, which Gmail, Outlook and Apple Mail all
+    show (no SVG, no script, no style sheet); "" without scores."""
+    top = scores[:BARS]
+    if not top:
+        return ""
+    high = max(1, max(v for _, v in top))
+    rows = []
+    for handle, value in top:
+        width = max(1, round(100 * max(0, value) / high))
+        rows.append(
+            f'<tr><td style="padding:2px 8px 2px 0;font-family:sans-serif;font-size:13px;color:#1b1f24">'
+            f'{escape(handle)}</td><td style="width:100%;padding:2px 0">'
+            f'<table role="presentation" cellpadding="0" cellspacing="0" width="{width}%"><tr>'
+            f'<td style="background:#0b5cad;height:12px;line-height:12px;font-size:1px" '
+            f'aria-label="{escape(handle)}: {value}">&nbsp;</td></tr></table></td>'
+            f'<td style="padding:2px 0 2px 8px;font-family:sans-serif;font-size:13px;text-align:right">{value}</td></tr>')
+    return (f'<p style="font-family:sans-serif;font-size:14px;margin:16px 0 4px"><b>Scores after this {escape(turn_name)}'
+            f'</b> (the leaders)</p><table role="presentation" cellpadding="0" cellspacing="0" width="100%" '
+            f'style="max-width:480px">' + "".join(rows) + "</table>")
+
+
+def with_bars(body: Rendered, bars: str) -> Rendered:
+    if not bars or body.html is None:
+        return body
+    return Rendered(body.text, body.html + "\n" + bars)
