@@ -520,6 +520,11 @@ class Rules(Generic[MailT]):
         names it in the Subject.  None (the default): the game's one thread."""
         return None
 
+    def trends(self, state: State) -> dict[str, list[tuple[str, int]]]:
+        """More public figures per player than the score, by name (rmpm: AN
+        and PN), for the game page's charts; each as ``scores`` gives its one."""
+        return {}
+
     def scores(self, state: State) -> list[tuple[str, int]]:
         """Every player's score in ``state`` as all players may see it (the
         ``summary`` of a game lists it for each turn), highest first; []:

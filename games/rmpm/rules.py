@@ -470,6 +470,12 @@ class RmpmRules(Rules[RmpmMail]):
         rows = [(h, int(p.get("capital", 0))) for h, p in state["players"].items()]
         return sorted(rows, key=lambda r: (-r[1], r[0].lower()))
 
+    def trends(self, state: State) -> dict[str, list[tuple[str, int]]]:
+        """Each player's AN and PN (the report's inventory shows them to all)."""
+        return {name: sorted(((h, int(p.get(key, 0))) for h, p in state["players"].items()),
+                             key=lambda r: (-r[1], r[0].lower()))
+                for name, key in (("AN", "an"), ("PN", "pn"))}
+
     def order_template(self, state: State, handle: str, last: list[str]) -> list[str] | None:
         """The orders held for the new week if any, else those of the week
         just run: the lines to edit and send back."""

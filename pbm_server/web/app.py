@@ -195,7 +195,12 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
                                 | {"board": [{"title": p["title"], "text": p["text"]} for p in data["board"]],
                                    "scores": [{"handle": r["handle"], "by_turn": {str(t): v for t, v in r["scores"].items()}}
                                               for r in chart["rows"]] if chart else [],
-                                   "scores_after": chart.get("after", "turn") if chart else None})
+                                   "scores_after": chart.get("after", "turn") if chart else None,
+                                   "trends": {name: [{"handle": r["handle"],
+                                                      "by_turn": {str(t): v for t, v in r["scores"].items()}}
+                                                     for r in more["rows"]]
+                                              for name, more in (chart.get("more") or {}).items() if more}
+                                   if chart else {}})
         return html("web/game.html", data, f"/games/{data['name']}.json")
 
     def turn(request: Request) -> Response:

@@ -199,14 +199,24 @@ def _chart(session: Session, game: Game) -> dict[str, Any] | None:
     for sid, turn in snaps:  # a turn run again after a rollback: its newest run
         newest[turn] = sid
     series: dict[str, list[tuple[int, float]]] = {}
+    more: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for turn in sorted(newest)[-CHART_TURNS:]:
         snap = session.get(Snapshot, newest[turn])
         if snap is None:
             continue
-        for handle, score in rules.scores(snap.state):
+        state = snap.state
+        for handle, score in rules.scores(state):
             series.setdefault(handle, []).append((turn, float(score)))
+        for name, figures in rules.trends(state).items():
+            for handle, value in figures:
+                more.setdefault(name, {}).setdefault(handle, []).append((turn, float(value)))
     chart = _table(series, rules.turn_name, f"{game.name}: scores by {rules.turn_name}",
                    f"The public scores after each {rules.turn_name} of the leaders after the last one.")
+    if chart is not None:
+        chart["more"] = {name: _table(s, rules.turn_name, f"{game.name}: {name} by {rules.turn_name}",
+                                      f"{name} after each {rules.turn_name} of the leaders after the last one.",
+                                      from_zero=False, ident=f"chart-{name.lower()}")
+                         for name, s in more.items()}
     if len(_CHARTS) >= _CHARTS_KEPT:
         _CHARTS.pop(next(iter(_CHARTS)))
     _CHARTS[key] = chart

@@ -276,3 +276,60 @@ def test_public_press_is_on_the_game_page_and_in_its_feed_only_while_set(pbm: Pb
     # a bad value is refused and changes nothing
     assert "not on or off" in pbm.cli("game", "set", "ring", "public_press=maybe", check=False).stderr + \
         pbm.cli("game", "set", "ring", "public_press=maybe", check=False).stdout
+
+
+def test_an_rmpm_game_charts_capital_an_and_pn_by_week(pbm: PbmServer):
+    """rmpm's page charts what its reports show everybody: capital (the score),
+    AN and PN after each week, each with its table and in the JSON twin."""
+    from tests.server.weeks import rmpm
+
+    name = rmpm(pbm)
+    pbm.settle()
+    data = valid("game.schema.json", json.loads(settled(pbm, f"/games/{name}.json",
+                                                        lambda st, b: '"trends":{"AN"' in b)[2]))
+    assert data["scores"] and set(data["trends"]) == {"AN", "PN"}
+    assert {r["handle"] for r in data["trends"]["PN"]} == {r["handle"] for r in data["scores"]}
+    body = page(pbm, f"/games/{name}")[2]
+    assert f"{name}: AN by week" in body and f"{name}: PN by week" in body and body.count('<svg class="chart"') == 3
+
+
+def test_every_page_of_a_played_week_of_each_game_hides_what_the_rules_hide(pbm: PbmServer, monkeypatch):
+    """A scripted week of every game played over SMTP (tests/server/weeks.py),
+    then every page: the list, each game's page and JSON twin (against the
+    game's state now), each processed turn's page and twin (against the
+    state after that turn), each player's page: nothing ``hidden_from(state,
+    None)`` names appears, nor any player's address."""
+    from games import get_rules
+    from tests.server.weeks import WEEKS
+
+    monkeypatch.setattr(web_app.PageCache, "FRESH_SECONDS", 0.0)
+    for week in WEEKS.values():
+        week(pbm)
+    pbm.settle()
+    bodies: list[tuple[str, str, list[str]]] = []
+    for name, kind in pbm.sql("SELECT name, kind FROM games ORDER BY name"):
+        rules = get_rules(kind)
+        hidden = rules.hidden_from(pbm.state(name), None)
+        for path in (f"/games/{name}", f"/games/{name}.json", f"/games/{name}/feed.atom"):
+            bodies.append((path, page(pbm, path)[2], hidden))
+        turns = pbm.sql("SELECT s.turn, s.state FROM snapshots s JOIN games g ON g.id = s.game_id "
+                        "WHERE g.name = :n AND s.phase = 'after' ORDER BY s.id", n=name)
+        for turn, state in turns:
+            state = state if isinstance(state, dict) else json.loads(state)
+            after = rules.hidden_from(state, None)
+            for path in (f"/games/{name}/turns/{turn}", f"/games/{name}/turns/{turn}.json"):
+                status, _, body = page(pbm, path)
+                assert status == 200, path
+                bodies.append((path, body, after))
+    handles = [h for (h,) in pbm.sql("SELECT handle FROM accounts ORDER BY handle")]
+    everything_hidden = sorted({h for _, _, hidden in bodies for h in hidden})
+    for handle in handles:
+        status, _, body = page(pbm, f"/players/{handle}")
+        bodies.append((f"/players/{handle}", body if status == 200 else "", everything_hidden))
+    bodies.append(("/", page(pbm, "/")[2], everything_hidden))
+    assert len(bodies) > 20 and any(hidden for _, _, hidden in bodies)
+    for path, body, hidden in bodies:
+        shown = html.unescape(body)
+        leaked = [h for h in hidden if h in shown]
+        assert not leaked, f"{path} shows {leaked}"
+        assert "@example.org" not in shown, path
