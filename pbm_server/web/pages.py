@@ -29,7 +29,7 @@ from pbm_server.store.models import Game, Press, Snapshot
 from pbm_server.web import charts
 
 #: (game id, its newest processed turn's snapshot id) -> the chart and its table: made once per turn
-_CHARTS: dict[tuple[int, int], dict[str, Any] | None] = {}
+_CHARTS: dict[tuple[str, int, int], dict[str, Any] | None] = {}
 _CHARTS_KEPT = 256
 #: turns a chart shows, at most (the newest)
 CHART_TURNS = 30
@@ -192,7 +192,8 @@ def _chart(session: Session, game: Game) -> dict[str, Any] | None:
         Snapshot.game_id == game.id, Snapshot.phase == "after").order_by(Snapshot.id)).all()
     if not snaps:
         return None
-    key = (game.id, snaps[-1].id)
+    # the database too: ids start again in another one (a restored backup, the tests' databases)
+    key = (str(session.connection().engine.url), game.id, snaps[-1].id)
     if key in _CHARTS:
         return _CHARTS[key]
     newest: dict[int, int] = {}

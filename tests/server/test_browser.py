@@ -45,6 +45,27 @@ def browser():
         driver.quit()
 
 
+def click_and_wait(driver, element, ready) -> None:
+    """Click ``element``, then wait until ``ready(driver)`` holds on the page
+    the click opens (the old page's elements go stale meanwhile)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    element.click()
+
+    def holds(d) -> bool:
+        try:
+            return bool(ready(d))
+        except StaleElementReferenceException:
+            return False
+
+    WebDriverWait(driver, 20, poll_frequency=0.1).until(holds)
+
+
+def main_text(driver) -> str:
+    return driver.find_element("tag name", "main").text
+
+
 def shots(driver, name: str, where: Path) -> None:
     """The page as it is, at each width: the whole page's height."""
     where.mkdir(parents=True, exist_ok=True)
@@ -86,8 +107,7 @@ def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, 
     browser.get(base + "/")
     assert browser.title == "Games at pbm.test"
     shots(browser, "games", where)
-    browser.find_element("link text", "ring1").click()
-    assert browser.current_url == base + "/games/ring1"
+    click_and_wait(browser, browser.find_element("link text", "ring1"), lambda d: d.current_url == base + "/games/ring1")
     heading = browser.find_element("tag name", "h1").text
     assert heading.startswith("ring1") and "Giveaway" in heading
     chart = browser.find_element("css selector", "svg.chart")
@@ -102,8 +122,8 @@ def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, 
     band = browser.find_element("css selector", "p.next")
     assert band.value_of_css_property("border-left-style") == "solid"
     shots(browser, "game", where)
-    browser.find_element("link text", "1").click()
-    assert "round 1" in browser.find_element("tag name", "h1").text
+    click_and_wait(browser, browser.find_element("link text", "1"),
+                   lambda d: "round 1" in d.find_element("tag name", "h1").text)
     shots(browser, "turn", where)
 
     # ann's signed link shows her own view: her held order included
@@ -147,8 +167,8 @@ def test_one_click_in_the_browser_stops_a_stream(pbm: PbmServer, browser, tmp_pa
     browser.get(https)
     assert "mail settings of ann" in browser.find_element("tag name", "h1").text
     shots(browser, "unsubscribe", where)
-    browser.find_element("css selector", "form button").click()
-    assert "Stopped: no more turn reports and game notices of ring1" in browser.find_element("tag name", "main").text
+    click_and_wait(browser, browser.find_element("css selector", "form button"),
+                   lambda d: "Stopped: no more turn reports and game notices of ring1" in main_text(d))
     before = pbm.sql("SELECT count(*) FROM outbox WHERE to_addr = 'ann@example.org' AND kind = 'report'")[0][0]
     pbm.run_turn("ring1")
     pbm.settle()
@@ -169,8 +189,8 @@ def test_a_player_page_from_a_game_page_shows_the_curio_rating_chart(pbm: PbmSer
             pbm.mail(addr[other], "pbm", f"curio move {number} {other} {pw[other]} resign")
     base = f"http://127.0.0.1:{pbm.http_port}"
     browser.get(base + "/games/curio")
-    browser.find_element("css selector", "section.players").find_element("link text", "ann").click()
-    assert browser.current_url == base + "/players/ann"
+    click_and_wait(browser, browser.find_element("css selector", "section.players").find_element("link text", "ann"),
+                   lambda d: d.current_url == base + "/players/ann")
     assert browser.find_element("tag name", "h1").text.startswith("ann")
     chart = browser.find_element("css selector", "svg.chart")
     assert chart.is_displayed() and chart.size["width"] > 300
