@@ -147,7 +147,7 @@ class Scheduler:
         return None
 
     # -- one step for each game, each on its own ------------------------------------
-    def _each_game(self, step: str, ids: list[int], work: Callable[[Session, Game], int]) -> int:
+    def _each_game(self, step: str, ids: list[int], work: Callable[[Session, Game], int | None]) -> int:
         """``work`` for each game in its own write transaction.  A game whose
         step raises is logged, its GM told once, and the next game goes on."""
         done = 0
@@ -162,7 +162,10 @@ class Scheduler:
                     game = s.get(Game, game_id)
                     if game is None:
                         continue
-                    done += work(s, game)
+                    ran = work(s, game)
+                    if ran is None:
+                        continue  # the step did not apply to the game (now): it says nothing about a fault
+                    done += ran
                     fault = s.get(SchedulerFault, (game_id, step))
                     if fault is not None:  # it works again
                         s.delete(fault)
@@ -221,11 +224,11 @@ class Scheduler:
         due = self._select(self._maybe_due(now), lambda s, g: self._judge(s, g, now))
         return self._each_game("turn", due, self._run_due_turn)
 
-    def _run_due_turn(self, s: Session, game: Game) -> int:
+    def _run_due_turn(self, s: Session, game: Game) -> int | None:
         now = clock.now()
         why = self.why_run(s, game, now)  # again, under the lock: someone else may have run it
         if why is None:
-            return 0
+            return None  # not due (any more): says nothing of a fault
         try:
             due = game.next_deadline
             with s.begin_nested():  # a refused turn leaves nothing behind
@@ -279,10 +282,12 @@ class Scheduler:
         ids = self._select(maybe, lambda s, g: self._reminder_window(g, now))
         return self._each_game("reminders", ids, self._remind)
 
-    def _remind(self, s: Session, game: Game) -> int:
+    def _remind(self, s: Session, game: Game) -> int | None:
+        """The reminders of ``game``: how many mails; None when it is not (or
+        no longer: the clock moved on, another scheduler sent them) their time."""
         now = clock.now()
         if not self._reminder_window(game, now) or game.next_deadline is None:
-            return 0  # another scheduler sent them
+            return None
         rules = get_rules(game.kind)
         if not rules.has_turns:
             game.reminded_for = game.next_deadline
