@@ -385,7 +385,10 @@ class GiveawayRules(Rules[GiveawayMail]):
 
     # -- what people see --------------------------------------------------------
     def players(self, state: State) -> list[str]:
-        return [p.handle for p in load(state).active]
+        # read from the state as stored, without building the game: a 10,000-player
+        # game's page and every notice ask for it (the same list as load(state).active)
+        return ([str(p["handle"]) for p in state["players"] if p.get("active", True)]
+                + [str(h) for h in (state.get(JOINS) or {}).values()])
 
     def waiting_for(self, state: State) -> list[str]:
         game = load(state)

@@ -62,14 +62,18 @@ def index_stamp(session: Session) -> tuple[Any, ...]:
     return tuple(row) if row is not None else ()
 
 
-def _summary(game: Game, domain: str) -> dict[str, Any]:
+def _summary(game: Game, domain: str, players: list[str] | None = None) -> dict[str, Any]:
+    """``players``: the game's players if the caller has them (a large game's
+    state is read once per page)."""
     rules = get_rules(game.kind)
+    if players is None:
+        players = list(rules.players(game.state))
     return {
         "name": game.name,
         "kind": game.kind,
         "title": rules.title,
         "status": game.status,
-        "players": len(rules.players(game.state)),
+        "players": len(players),
         "has_turns": rules.has_turns,
         "turn_name": rules.turn_name,
         "turn": game.turn if rules.has_turns else None,
@@ -126,8 +130,8 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
     for section in rules.view(game.state, None):
         title, text, html = composer.section(section, game.kind)
         board.append({"title": title, "text": text, "html": html})
-    data = _summary(game, domain)
     handles = list(rules.players(game.state))
+    data = _summary(game, domain, handles)
     data.update({
         "chart": _play_chart(game) if hasattr(rules, "score_history") else
         _chart(session, game) if rules.has_turns else None,
