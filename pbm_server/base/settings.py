@@ -109,6 +109,10 @@ def _workers(value: int) -> str | None:
     return None if 1 <= value <= 64 else "expected a number of worker threads from 1 to 64"
 
 
+def _batch(value: int) -> str | None:
+    return None if 1 <= value <= 256 else "expected a number of mails from 1 to 256"
+
+
 def _ehlo_name(value: str) -> str | None:
     """A fully qualified name (RFC 5321 4.1.4): relays that check it (Postfix's
     reject_non_fqdn_helo_hostname) answer 504 to a bare host name."""
@@ -225,6 +229,10 @@ class Settings:
         1, "worker threads processing mail in each back end; mails of different games run side by side, "
         "those of one game in order (pbm serve --workers N)", _workers,
     )
+    batch: int = _setting(
+        16, "mails of different games a worker handles in one commit while mail waits (each game still one mail "
+        "at a time, in order); 1: a commit per mail", _batch,
+    )
     intake_first: float = _setting(
         3.0, "while mail streams in, the back end rests this many times the CPU time each mail took; 0: off",
         _not_negative,
@@ -238,7 +246,9 @@ class Settings:
     )
     failpoint: str = _setting(
         "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; 'sigkill:SUBJECT': "
-        "a mail whose Subject is SUBJECT kills its back end (SIGKILL) when its handling starts; empty: off"
+        "a mail whose Subject is SUBJECT kills its back end (SIGKILL) when its handling starts; "
+        "'sigkill-before-commit:SUBJECT': when it has been handled, before its commit; 'sigkill-after-relay:N': "
+        "delivery kills its back end once N replies were accepted by the relay and not yet marked sent; empty: off"
     )
     auth_max_failures: int = _setting(
         5, "failed password checks for one account, or from one sender address, within the window before "

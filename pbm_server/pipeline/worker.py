@@ -20,6 +20,17 @@ hour, shunts.py), and the worker goes on.  A database fault (disk full,
 locked, connection lost) is not the mail's fault: the mail stays new and is
 tried again after a doubling delay.
 
+While mail waits, a worker takes up to PBM_BATCH mails of different games at
+once (:meth:`Worker.process_batch`): their tries are counted in one commit,
+each is prepared on its own, and all are executed in ONE write transaction,
+each inside a savepoint of its own, so that a mail that fails is rolled back
+alone and shunted after the commit while the others' results stand.  One
+commit (one fsync) for the batch instead of two per mail; each game still has
+one mail in hand at a time, in arrival order.  A mail already started once
+and never finished (``tries`` above 0) is never batched: it goes alone, so a
+mail that kills its process takes no innocent batch-mate to the set-aside
+limit with it.
+
 Before a worker starts on a mail it counts the try (``inbox.tries``) in a
 commit of its own: a mail whose handling was started twice and never
 finished -- its process was killed, by the OOM killer or a crash, and the
@@ -90,6 +101,13 @@ MAX_TRIES = 2
 #: PBM_FAILPOINT "sigkill:SUBJECT": a mail with that Subject kills its process (SIGKILL,
 #: as the OOM killer does) once its try is counted -- for the kill tests
 FAILPOINT_KILL = "sigkill:"
+#: PBM_FAILPOINT "sigkill-before-commit:SUBJECT": killed once that mail has been
+#: handled inside its (batch's) write transaction, before the commit
+FAILPOINT_KILL_UNCOMMITTED = "sigkill-before-commit:"
+_TRIES_OF = select(_INBOX.c.id, _INBOX.c.tries).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)),
+                                                     _INBOX.c.status == "new")
+_TRY_EACH = _INBOX.update().where(_INBOX.c.id.in_(bindparam("ids", expanding=True))).values(
+    tries=_INBOX.c.tries + bindparam("add"))
 
 
 def recipient_key(mail_key: str, rcpts: list[str], domain: str) -> str:
@@ -196,10 +214,12 @@ class Worker(Poller):
             self._routes_of = {i: k for i, k in self._routes_of.items() if i in keep}
         return [(i, self._routes_of[i]) for i in ids if i in self._routes_of]
 
-    def pick(self) -> tuple[int, str] | None:
-        """The oldest waiting mail of a route nobody else is working on, with
-        that route's key taken; None when there is none."""
+    def pick(self, n: int = 1) -> list[tuple[int, str]]:
+        """Up to ``n`` of the oldest waiting mails, each of a route nobody
+        else is working on, with those routes' keys taken; [] when there is
+        none."""
         tried: set[str] = set()
+        picked: list[tuple[int, str]] = []
         # a short look first (it is all a backlog needs while few workers
         # are busy), the whole look-ahead only if every route in it is taken
         for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
@@ -212,10 +232,12 @@ class Worker(Poller):
                     continue  # another worker is on this game
                 # under the key, the mail's preparation looks again for the
                 # route's oldest waiting mail (Worker.first_of_route)
-                return candidate, key
-            if len(waiting) < self.FIRST_LOOK:
-                break  # that was all there is
-        return None
+                picked.append((candidate, key))
+                if len(picked) >= n:
+                    return picked
+            if picked or len(waiting) < self.FIRST_LOOK:
+                break  # that was all there is, or enough to go on with
+        return picked
 
     def next_id(self) -> int | None:
         """The oldest waiting mail (for tools and tests; the loop uses pick)."""
@@ -223,17 +245,20 @@ class Worker(Poller):
         return waiting[0][0] if waiting else None
 
     def run_once(self) -> bool:
-        picked = self.pick()
-        if picked is None:
+        picked = self.pick(self.settings.batch)
+        if not picked:
             self.shunts.flush(self.db)
             if self.settings.gm_address:
                 self.bounces.flush(self.db)
             return False
-        inbox_id, key = picked
         try:
-            self.process(inbox_id, held=key)
+            if len(picked) == 1:
+                self.process(*picked[0])
+            else:
+                self.process_batch(picked)
         finally:
-            self.routes.release(key)
+            for _, key in picked:
+                self.routes.release(key)
         if self.on_processed:
             self.on_processed()
         return True
@@ -257,34 +282,163 @@ class Worker(Poller):
             prep = self.prepare(inbox_id, held)
             if prep is None:
                 return
-            keys, world = self.locks_for(prep, held)
+            keys, world = self.locks_for(prep, {held} if held else set())
             with self.db.write(keys=keys, world=world) as s:
-                row = self.claim(s, prep.inbox_id)
-                if row is None:
-                    return  # another worker got it first
-                now = clock.now()
-                if not self.duplicate(s, row, prep, now):
-                    answer = self.executor.execute(s, row, prep.kind, prep.mail, prep.work, now)
-                    if answer is not None and prep.work is not None:
-                        self.replier.send(s, row, prep.mail, prep.work, answer, now)
-                self.finish(s, row)
+                row = self.handle(s, prep)
             self.states.keep()
-            self._log_handled(prep, row, (time.monotonic() - started) * 1000)
+            if row is not None:
+                self._log_handled(prep, row, (time.monotonic() - started) * 1000)
         except Exception as exc:
-            inbox_id = self.in_hand  # a shunt sets aside the mail that failed
-            self.states.drop()
-            if is_transient(exc):
-                # the database, not the mail: leave it new and try again later
-                self._untry(inbox_id)
-                self._back_off(inbox_id, exc)
-                return
-            # shunt: set aside with its error, tell the GM
-            log.exception("mail %s failed: shunted", inbox_id,
-                          extra=logs.facts(event="mail handled", inbox=inbox_id, result="shunted", error=repr(exc)[:300]))
-            if not self.shunt(inbox_id, exc):
-                self._back_off(inbox_id, exc)  # not even that could be written
-                return
+            self._failed(self.in_hand, exc)
+            return
         self._db_failures = 0
+
+    def _failed(self, inbox_id: int | None, exc: Exception) -> None:
+        """The handling of ``inbox_id`` raised: a database fault leaves it new
+        (tried again after a delay); anything else sets it aside (shunt) and
+        the GM is told."""
+        self.states.drop()
+        if is_transient(exc) or inbox_id is None:
+            # the database, not the mail: leave it new and try again later
+            self._untry(inbox_id)
+            self._back_off(inbox_id, exc)
+            return
+        log.exception("mail %s failed: shunted", inbox_id,
+                      extra=logs.facts(event="mail handled", inbox=inbox_id, result="shunted", error=repr(exc)[:300]))
+        if inbox_id is not None and not self.shunt(inbox_id, exc):
+            self._back_off(inbox_id, exc)  # not even that could be written
+
+    def handle(self, s: Session, prep: Prepared) -> InboxRow | None:
+        """Execute and reply, in the caller's write transaction: claim the row
+        (None if another worker has it), drop a redelivered copy, run the
+        commands, queue the answer, mark the row."""
+        row = self.claim(s, prep.inbox_id)
+        if row is None:
+            return None  # another worker got it first
+        now = clock.now()
+        if not self.duplicate(s, row, prep, now):
+            answer = self.executor.execute(s, row, prep.kind, prep.mail, prep.work, now)
+            if answer is not None and prep.work is not None:
+                self.replier.send(s, row, prep.mail, prep.work, answer, now)
+        self.finish(s, row)
+        failpoint = self.settings.failpoint
+        if failpoint.startswith(FAILPOINT_KILL_UNCOMMITTED) and \
+                prep.mail.subject == failpoint[len(FAILPOINT_KILL_UNCOMMITTED):]:
+            os.kill(os.getpid(), signal.SIGKILL)  # handled, not committed: the kill tests
+        return row
+
+    # -- several mails, one commit ---------------------------------------------------
+    def process_batch(self, picked: list[tuple[int, str]]) -> None:
+        """Mails of different routes (each route's key held), handled in one
+        write transaction, each in a savepoint of its own (see the module's
+        docstring).  A mail started before and never finished, and a GM's
+        mail (which takes the whole world), are handled alone."""
+        self.in_hand = None
+        self._counted = None
+        held = {key for _, key in picked}
+        started = time.monotonic()
+        try:
+            firsts = self._firsts(picked)
+            fresh, again = self._count_tries(firsts)
+        except Exception as exc:
+            self._failed(None, exc)
+            return
+        for inbox_id, key in again:
+            self.process(inbox_id, held=key)  # alone, counted there (and set aside at the limit)
+        preps: list[Prepared] = []
+        alone: list[Prepared] = []
+        for inbox_id in fresh:
+            self.in_hand = inbox_id
+            try:
+                with self.db.read() as s:
+                    prep = self._prepare(s, inbox_id)
+            except Exception as exc:
+                self._counted = inbox_id
+                self._failed(inbox_id, exc)
+                continue
+            if prep is not None:
+                (alone if prep.actor.is_gm else preps).append(prep)
+        if preps:
+            self._commit_batch(preps, dict(firsts), started)
+        for prep in alone:
+            self.in_hand = self._counted = prep.inbox_id
+            try:
+                keys, world = self.locks_for(prep, held)
+                with self.db.write(keys=keys, world=world) as s:
+                    row = self.handle(s, prep)
+                self.states.keep()
+                if row is not None:
+                    self._log_handled(prep, row, (time.monotonic() - started) * 1000)
+            except Exception as exc:
+                self._failed(prep.inbox_id, exc)
+
+    def _firsts(self, picked: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Under the routes' keys: each route's oldest waiting mail (one read)."""
+        out: list[tuple[int, str]] = []
+        with self.db.read() as s:
+            waiting = self.waiting(upto=max(i for i, _ in picked), session=s)
+        for candidate, key in picked:
+            first = next((i for i, k in waiting if k == key and i <= candidate), None)
+            if first is not None:
+                out.append((first, key))
+        return out
+
+    def _count_tries(self, firsts: list[tuple[int, str]]) -> tuple[list[int], list[tuple[int, str]]]:
+        """Count a try of each mail never started before, in one commit; the
+        others (started before, never finished) are returned to go alone."""
+        ids = [i for i, _ in firsts]
+        with self.db.write(world=SHARED) as s:
+            conn = s.connection()
+            tries: dict[int, int] = {i: t for i, t in conn.execute(_TRIES_OF, {"ids": ids})}
+            fresh = [i for i in ids if tries.get(i) == 0]
+            if fresh:
+                conn.execute(_TRY_EACH, {"ids": fresh, "add": 1})
+        return fresh, [(i, k) for i, k in firsts if (tries.get(i) or 0) > 0]
+
+    def _commit_batch(self, preps: list[Prepared], route_of: dict[int, str], started: float) -> None:
+        """The write transaction of a batch.  A database fault ends the whole
+        batch (every mail stays new, its try taken back); a mail that raises
+        anything else is rolled back to its savepoint and shunted after the
+        commit.  ``route_of``: each mail's route key, held by this worker."""
+        held = set(route_of.values())
+        keys = sorted({k for p in preps for k in self.locks_for(p, held)[0]})
+        done: list[tuple[Prepared, InboxRow]] = []
+        failed: list[tuple[int, Exception]] = []
+        try:
+            with self.db.write(keys=keys, world=SHARED) as s:
+                for prep in preps:
+                    self.in_hand = prep.inbox_id
+                    try:
+                        with s.begin_nested():
+                            row = self.handle(s, prep)
+                    except Exception as exc:
+                        if is_transient(exc):
+                            raise
+                        self.states.drop()  # what it staged (and the batch's so far: merely reloaded)
+                        failed.append((prep.inbox_id, exc))
+                        continue
+                    if row is not None:
+                        done.append((prep, row))
+        except Exception as exc:
+            self.states.drop()
+            self._untry_all([p.inbox_id for p in preps])
+            if is_transient(exc):
+                self._back_off(preps[0].inbox_id, exc)
+                return
+            # the batch as a whole failed (its commit?): each mail alone, so
+            # that only the one at fault is set aside
+            log.warning("a batch of %d mails failed (%r): each is handled alone", len(preps), exc)
+            for prep in preps:
+                self.process(prep.inbox_id, held=route_of[prep.inbox_id])
+            return
+        self.states.keep()
+        self._db_failures = 0
+        ms = (time.monotonic() - started) * 1000 / len(preps)
+        for prep, row in done:
+            self._log_handled(prep, row, ms)
+        for inbox_id, fault in failed:
+            self._counted = None  # shunt() sets its count back to 0
+            self._failed(inbox_id, fault)
 
     @staticmethod
     def _log_handled(prep: Prepared, row: InboxRow, ms: float) -> None:
@@ -300,7 +454,7 @@ class Worker(Poller):
                                   ms=round(ms, 1)))
 
     @staticmethod
-    def locks_for(prep: Prepared, held: str | None) -> tuple[list[str], str]:
+    def locks_for(prep: Prepared, held: set[str]) -> tuple[list[str], str]:
         """The locks of a mail's write transaction (pbm_server/store/db.py): the GM's
         mails may touch any game and take the world; everybody else's take
         their game's key and share the world."""
@@ -315,9 +469,9 @@ class Worker(Poller):
             keys.append(game_key(where.name))
         elif isinstance(where, NewGameOf):
             keys.append(game_key(where.kind))
-        return [k for k in keys if k != held], SHARED
+        return [k for k in keys if k not in held], SHARED
 
-    def _back_off(self, inbox_id: int, exc: Exception) -> None:
+    def _back_off(self, inbox_id: int | None, exc: Exception) -> None:
         """Wait before the next try, doubling like outbound's retries."""
         self._db_failures += 1
         delay = min(self.settings.retry_base_seconds * 2 ** (self._db_failures - 1), self.settings.retry_max_seconds)
@@ -374,6 +528,14 @@ class Worker(Poller):
         log.error("mail %s: started %d times and never finished: set aside", inbox_id, tries,
                   extra=logs.facts(event="mail handled", inbox=inbox_id, result="shunted", error="never finished"))
         self.shunts.shunted(s, now)
+
+    def _untry_all(self, ids: list[int]) -> None:
+        """The tries of a batch that a database fault ended: taken back."""
+        try:
+            with self.db.write(world=SHARED) as s:
+                s.connection().execute(_TRY_EACH, {"ids": ids, "add": -1})
+        except Exception:
+            log.warning("mails %s: could not take back their tries", ids)
 
     def _untry(self, inbox_id: int | None) -> None:
         """The try counted for the mail did finish (a database fault ended

@@ -1,0 +1,150 @@
+"""Batches (pbm_server/pipeline/worker.py, Worker.process_batch): while mail
+waits, one pass of the worker handles the oldest mail of several games and
+commits them together; a mail that fails inside the batch is rolled back
+alone and set aside, the others' moves stand and are answered; a mail
+started before and never finished goes alone; a game's later mail waits for
+its earlier one.  Real database, the real migrations, mail stored by the
+listener's own store_messages, the worker run once in this process."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from pbm_server.base.settings import load_settings
+from pbm_server.mail.compose import Composer
+from pbm_server.mail.inbound import store_messages
+from pbm_server.pipeline.worker import Worker
+from pbm_server.store.db import Database
+
+GAMES = ("b1", "b2", "b3", "b4")
+
+
+@pytest.fixture
+def four_games(pbm_stopped):
+    """Four giveaway games and a player for each, nobody joined yet."""
+    pbm = pbm_stopped
+    for n, game in enumerate(GAMES):
+        pbm.new_game("giveaway", game)
+        pbm.cli("account", "add", f"p{n}", f"p{n}@example.org", "--password", f"batch-pass-{n}")
+        pbm.secrets.add(f"batch-pass-{n}")
+    return pbm
+
+
+def _join(pbm, n: int, game: str, subject: str = "join") -> tuple[str, list[str], bytes]:
+    msg = pbm.build(f"p{n}@example.org", game, f"JOIN\n$$batch-pass-{n}$$", subject=subject)
+    return msg["From"], [msg["To"]], bytes(msg)
+
+
+def _worker(pbm, **env: str) -> tuple[Database, Worker]:
+    db = Database(pbm.db_url)
+    settings = load_settings({"PBM_DATABASE_URL": pbm.db_url, "PBM_DOMAIN": pbm.domain,
+                              "PBM_GM_ADDRESS": pbm.gm_address, **env})
+    return db, Worker(db, settings, Composer(settings))
+
+
+def _status(db: Database) -> dict[int, str]:
+    with db.engine.connect() as c:
+        return dict(c.execute(text("SELECT id, status FROM inbox")).all())
+
+
+def _replies(db: Database) -> dict[int, str]:
+    with db.engine.connect() as c:
+        return dict(c.execute(text("SELECT inbound_id, to_addr FROM outbox WHERE kind LIKE 'reply%'")).all())
+
+
+def _players(pbm, game: str) -> list[str]:
+    """Who has joined ``game`` (giveaway's rules read its state)."""
+    from games.giveaway.rules import GiveawayRules
+
+    return sorted(GiveawayRules().players(pbm.state(game)))
+
+
+def test_one_pass_handles_a_mail_of_each_game_and_commits_them_together(four_games):
+    pbm = four_games
+    db, worker = _worker(pbm)
+    try:
+        ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
+        assert worker.run_once()  # one pass
+        assert _status(db) == {i: "done" for i in ids}
+        assert _replies(db) == {i: f"p{n}@example.org" for n, i in enumerate(ids)}
+        for n, game in enumerate(GAMES):
+            assert _players(pbm, game) == [f"p{n}"]
+        assert not worker.run_once()  # nothing left
+    finally:
+        worker.close()
+        db.dispose()
+
+
+def test_a_game_s_second_mail_waits_for_its_first(four_games):
+    """Two mails of b1 and one of b2 waiting: the pass takes b1's first and
+    b2's; b1's second is left for the next pass, after its first."""
+    pbm = four_games
+    db, worker = _worker(pbm)
+    try:
+        first, second, other = store_messages(db, [_join(pbm, 0, "b1"), _join(pbm, 1, "b1"), _join(pbm, 1, "b2")])
+        assert worker.run_once()
+        assert _status(db) == {first: "done", second: "new", other: "done"}
+        assert worker.run_once()
+        assert _status(db)[second] == "done"
+        assert _players(pbm, "b1") == ["p0", "p1"]
+    finally:
+        worker.close()
+        db.dispose()
+
+
+def test_a_mail_failing_inside_a_batch_is_set_aside_alone(four_games):
+    pbm = four_games
+    db, worker = _worker(pbm, PBM_FAILPOINT="break-in-batch")
+    try:
+        mails = [_join(pbm, n, g, subject="break-in-batch" if g == "b3" else "join") for n, g in enumerate(GAMES)]
+        ids = store_messages(db, mails)
+        assert worker.run_once()
+        status = _status(db)
+        assert status == {i: ("shunted" if n == 2 else "done") for n, i in enumerate(ids)}
+        # the failing mail changed nothing and got no reply; the others' joins stand, each answered
+        assert _players(pbm, "b3") == []
+        for n in (0, 1, 3):
+            assert _players(pbm, GAMES[n]) == [f"p{n}"]
+        assert sorted(_replies(db)) == sorted(i for n, i in enumerate(ids) if n != 2)
+        worker.shunts.flush(db)
+        with db.engine.connect() as c:
+            gm = c.execute(text("SELECT count(*) FROM outbox WHERE to_addr = :gm"), {"gm": pbm.gm_address}).scalar()
+        assert gm == 1  # the GM is told
+    finally:
+        worker.close()
+        db.dispose()
+
+
+def test_a_mail_started_before_and_never_finished_goes_alone(four_games):
+    """Its try count says a process died while handling it (a batch-mate may
+    have killed it): it is handled alone, and so is not counted again with
+    the others, and the mails of the other games still go together."""
+    pbm = four_games
+    db, worker = _worker(pbm)
+    try:
+        ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
+        with db.engine.begin() as c:
+            c.execute(text("UPDATE inbox SET tries = 1 WHERE id = :i"), {"i": ids[1]})
+        assert worker.run_once()
+        assert _status(db) == {i: "done" for i in ids}
+        with db.engine.connect() as c:
+            tries = dict(c.execute(text("SELECT id, tries FROM inbox")).all())
+        # counted again on its own (a second start, one short of being set aside); the others once, together
+        assert tries == {i: 2 if i == ids[1] else 1 for i in ids}
+        assert _players(pbm, "b2") == ["p1"]
+    finally:
+        worker.close()
+        db.dispose()
+
+
+def test_with_batch_one_each_pass_takes_one_mail(four_games):
+    pbm = four_games
+    db, worker = _worker(pbm, PBM_BATCH="1")
+    try:
+        ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES[:2])])
+        assert worker.run_once()
+        assert _status(db) == {ids[0]: "done", ids[1]: "new"}
+    finally:
+        worker.close()
+        db.dispose()
