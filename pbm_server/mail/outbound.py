@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import logging
 import mailbox
+import os
 import re
+import signal
 import smtplib
 import socket
 import ssl
@@ -55,6 +57,9 @@ from pbm_server.store.lookup import audit
 from pbm_server.store.models import AuditEntry, OutboundMail, table
 
 log = logging.getLogger(__name__)
+
+#: PBM_FAILPOINT "sigkill-after-relay:N" (see Outbound._failpoint_after_relay)
+FAILPOINT_KILL_AFTER_RELAY = "sigkill-after-relay:"
 
 
 def enqueue(
@@ -407,27 +412,37 @@ class Outbound(Poller):
 
     def _record(self, row_id: int, error: str | None, outcome: str) -> None:
         """The outcome of one attempt (SENT, KEEP, RETRY or FAIL), in one
-        transaction (frees the claim).  KEEP (the relay failed) never gives a
-        row up; RETRY does after PBM_RETRY_PERIOD_SECONDS."""
+        transaction (frees the claim)."""
+        self._record_all([(row_id, error, outcome)])
+
+    def _record_all(self, outcomes: list[tuple[int, str | None, str]]) -> None:
+        """The outcomes of several attempts in ONE transaction (one fsync for
+        a relay session's run of replies).  KEEP (the relay failed) never
+        gives a row up; RETRY does after PBM_RETRY_PERIOD_SECONDS."""
         with self.db.write(lock=LOCK_OUTBOUND) as s:
             now = clock.now()
-            if outcome == SENT:  # the common case, in one statement
-                s.connection().execute(_SENT, {"row_id": row_id, "now": now})
-                return
-            fresh = s.get(OutboundMail, row_id)
-            if fresh is None or fresh.status != "pending":
-                return
-            fresh.attempts += 1
-            fresh.claimed_by = fresh.claimed_until = None
-            fresh.last_error = error
-            expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
-            if outcome == FAIL or (outcome == RETRY and expired):
-                fresh.status = "failed"
-                log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
-                if self.on_failed is not None:
-                    self.on_failed(s, fresh)
-            else:
-                fresh.next_attempt_at = now + timedelta(seconds=self._delay(fresh.attempts))
+            sent = [{"row_id": row_id, "now": now} for row_id, _, outcome in outcomes if outcome == SENT]
+            if sent:  # the common case: one statement, run for each row
+                s.connection().execute(_SENT, sent)
+            for row_id, error, outcome in outcomes:
+                if outcome != SENT:
+                    self._record_failure(s, row_id, error, outcome, now)
+
+    def _record_failure(self, s: Session, row_id: int, error: str | None, outcome: str, now: datetime) -> None:
+        fresh = s.get(OutboundMail, row_id)
+        if fresh is None or fresh.status != "pending":
+            return
+        fresh.attempts += 1
+        fresh.claimed_by = fresh.claimed_until = None
+        fresh.last_error = error
+        expired = now - fresh.created_at >= timedelta(seconds=self.settings.retry_period_seconds)
+        if outcome == FAIL or (outcome == RETRY and expired):
+            fresh.status = "failed"
+            log.warning("outbox %s to %s failed: %s", fresh.id, fresh.to_addr, error)
+            if self.on_failed is not None:
+                self.on_failed(s, fresh)
+        else:
+            fresh.next_attempt_at = now + timedelta(seconds=self._delay(fresh.attempts))
 
     def _hold(self, row_id: int) -> None:
         """The row's address is on hold (it bounced repeatedly): not sent."""
@@ -456,13 +471,15 @@ class Outbound(Poller):
     def _record_unrecorded(self) -> bool:
         """Record attempts whose outcome could not be written; False if the
         database still refuses."""
-        for row_id, (error, outcome) in list(self._unrecorded.items()):
-            try:
-                self._record(row_id, error, outcome)
-            except Exception:
-                self._db_failed(f"record the delivery of outbox row {row_id}")
-                return False
-            del self._unrecorded[row_id]
+        if not self._unrecorded:
+            return True
+        outcomes = [(row_id, error, outcome) for row_id, (error, outcome) in self._unrecorded.items()]
+        try:
+            self._record_all(outcomes)
+        except Exception:
+            self._db_failed(f"record the delivery of outbox rows {sorted(self._unrecorded)}")
+            return False
+        self._unrecorded.clear()
         return True
 
     def run_once(self, limit: int = 100) -> int:
@@ -493,10 +510,17 @@ class Outbound(Poller):
 
     #: outbox rows read at once (their bytes are in memory together)
     READ_CHUNK = 20
+    #: deliveries whose outcomes are written in one commit: a kill between
+    #: the relay's 250 and that commit sends at most this many replies again
+    MARK_BATCH = 20
 
     def _deliver_rows(self, mine: list[int], held: set[str]) -> int:
+        """Deliver the claimed rows over the relay session; their outcomes are
+        written together, MARK_BATCH at a time and at the end (also when a
+        delivery fails and the pass stops)."""
         handled = 0
         rows: dict[int, Pending] = {}
+        marks: list[tuple[Pending, str | None, str, float]] = []
         for n, row_id in enumerate(mine):  # the others: another server has them, or they are done
             if self._stop.is_set():
                 break
@@ -519,40 +543,76 @@ class Outbound(Poller):
                     break
                 handled += 1
                 continue
-            error: str | None = None
-            outcome = SENT
-            assert self._bounce_key is not None
-            started = time.monotonic()
-            try:
-                self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain))
-            except PermanentFailure as exc:
-                error, outcome = str(exc), FAIL
-            except TemporaryFailure as exc:
-                error, outcome = str(exc), RETRY
-            except RelayFault as exc:
-                error, outcome = str(exc), KEEP
+            error, outcome, ms = self._attempt(row)
             handled += 1
-            try:
-                self._record(row_id, error, outcome)
-            except Exception:
-                # e.g. the disk filled right after the relay accepted the mail:
-                # keep the outcome in memory, keep the row claimed, and retry
-                # the recording with backoff -- never the delivery
-                self._unrecorded[row_id] = (error, outcome)
-                self._db_failed(f"record the delivery of outbox row {row_id}")
+            marks.append((row, error, outcome, ms))
+            self._failpoint_after_relay(marks)
+            if outcome in (KEEP, RETRY):
+                # the relay is down: the other due rows would fail the same way
                 break
-            self._db_failures = 0
-            _log_delivery(row, outcome, error, (time.monotonic() - started) * 1000)
+            if len(marks) >= self.MARK_BATCH and not self._mark(marks):
+                break
+        self._mark(marks)
+        return handled
+
+    def _attempt(self, row: Pending) -> tuple[str | None, str, float]:
+        """One delivery: (error, outcome, milliseconds)."""
+        assert self._bounce_key is not None
+        started = time.monotonic()
+        try:
+            self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain))
+        except PermanentFailure as exc:
+            return str(exc), FAIL, (time.monotonic() - started) * 1000
+        except TemporaryFailure as exc:
+            return str(exc), RETRY, (time.monotonic() - started) * 1000
+        except RelayFault as exc:
+            return str(exc), KEEP, (time.monotonic() - started) * 1000
+        return None, SENT, (time.monotonic() - started) * 1000
+
+    def _mark(self, marks: list[tuple[Pending, str | None, str, float]]) -> bool:
+        """Write the outcomes gathered (and empty the list); False if the
+        database refused: then they are kept in memory, the rows stay
+        claimed, and the recording is retried with backoff -- never the
+        deliveries (e.g. the disk filled right after the relay accepted)."""
+        if not marks:
+            return True
+        outcomes = [(row.id, error, outcome) for row, error, outcome, _ in marks]
+        try:
+            self._record_all(outcomes)
+        except Exception:
+            self._unrecorded.update((row_id, (error, outcome)) for row_id, error, outcome in outcomes)
+            self._db_failed(f"record the delivery of outbox rows {[o[0] for o in outcomes]}")
+            marks.clear()
+            return False
+        self._db_failures = 0
+        for row, error, outcome, ms in marks:
+            _log_delivery(row, outcome, error, ms)
             if outcome == SENT and self._outage_told:
                 self._outage_told = False
                 log.info("the relay works again: the mail kept meanwhile goes out")
             elif outcome == KEEP:
                 assert error is not None
                 self._tell_relay_fault(error)
-            if outcome in (KEEP, RETRY):
-                # the relay is down: the other due rows would fail the same way
-                break
-        return handled
+        marks.clear()
+        return True
+
+    def _failpoint_after_relay(self, marks: list[tuple[Pending, str | None, str, float]]) -> None:
+        """PBM_FAILPOINT "sigkill-after-relay:N": killed (SIGKILL) once N
+        replies were accepted by the relay and not yet marked -- the kill
+        tests.  It fires once: the file ``failpoint-fired`` beside the Maildir
+        PBM_MAILDIR records it (the restarted back end sends those N again)."""
+        failpoint = self.settings.failpoint
+        if not failpoint.startswith(FAILPOINT_KILL_AFTER_RELAY):
+            return
+        wanted = failpoint[len(FAILPOINT_KILL_AFTER_RELAY):]
+        if sum(1 for m in marks if m[2] == SENT) < (int(wanted) if wanted.isdigit() else 1):
+            return
+        fired = os.path.join(os.path.dirname(os.path.abspath(self.settings.maildir)), "failpoint-fired")
+        try:
+            os.close(os.open(fired, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def step(self) -> int:
         return self.run_once(limit=self.batch())

@@ -296,8 +296,9 @@ class Server:
             worker.close()
 
     def _run_outbound(self) -> None:
-        """One mail a pass while mail streams in, so intake goes first."""
-        self.outbound.batch = lambda: 1 if self._intake_busy() else 100
+        """Ten mails a pass while mail streams in (a claim and a mark commit
+        for each ten), resting after each as the workers do, so intake goes first."""
+        self.outbound.batch = lambda: 10 if self._intake_busy() else 100
         self.outbound.run(after_busy=self._rest)
 
     # -- start / stop ---------------------------------------------------------------------
