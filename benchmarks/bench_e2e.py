@@ -125,6 +125,18 @@ def argon2_cpu_seconds(checks: int = 40) -> float:
         passwords.VERIFIED.size = size
 
 
+def argon2_cpu_seconds_all_cores(checks: int = 40) -> float:
+    """The same with every usable core checking at once (one process each):
+    the median of their CPU seconds per check (the cores share caches and
+    memory bandwidth, and an Argon2 check is memory-hard)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    cores = usable_cores()
+    with ProcessPoolExecutor(cores, mp_context=mp.get_context("spawn")) as ex:
+        return statistics.median(ex.map(argon2_cpu_seconds, [checks] * cores))
+
+
 def prepare(mix: str, db_url: str, burst: int) -> tuple[list | None, list | None]:
     """Set up the database of a mix; returns (the burst's mails, the
     warm-up's mails): (sender, recipient, body) each, None for ``help``
@@ -262,6 +274,7 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
         setup_seconds = time.monotonic() - t0
         runs: dict[str, list[dict]] = {label: [] for label in configs}
         argon2: list[float] = []
+        argon2_all = argon2_cpu_seconds_all_cores(argon2_checks) if mix == "rush" else None
         for r, label in alternate(list(configs), rounds):
             print(f"  e2e {mix}: round {r + 1}/{rounds}, {label} ...", file=sys.stderr, flush=True)
             if mix == "rush":  # the ceiling beside every rush measurement
@@ -292,7 +305,10 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
         cost = statistics.median(argon2)
         out["argon2"] = {"cpu_ms_per_check": round(cost * 1000, 2),
                          "cpu_ms_per_check_rounds": [round(x * 1000, 2) for x in argon2],
-                         "usable_cores": cores, "ceiling_per_second": round(cores / cost, 1)}
+                         "usable_cores": cores, "ceiling_per_second": round(cores / cost, 1),
+                         # for comparison: every core checking at once (measured once, before the rounds)
+                         "cpu_ms_per_check_all_cores_at_once": round(argon2_all * 1000, 2),
+                         "ceiling_per_second_all_cores_at_once": round(cores / argon2_all, 1)}
         for label in labels:
             rates = [x["per_second"] for x in runs[label]]
             ceilings = [cores / (x["argon2_cpu_ms_per_check"] / 1000) for x in runs[label]]
