@@ -31,7 +31,7 @@ The accounts and games are made once, before any server starts
 fresh copy of that database.
 
 Each configuration (by default two back ends, ``PBM_BACKENDS=2``, and one,
-``PBM_BACKENDS=1``) is measured ``--rounds`` times, the two in turn (A B,
+``PBM_BACKENDS=1``; ``--backends`` or ``--config`` name others) is measured ``--rounds`` times, the two in turn (A B,
 B A, A B, ...), so that the ratio two/one comes from one run: one ratio per
 round, their median and range.  Per measurement:
 
@@ -47,7 +47,7 @@ round, their median and range.  Per measurement:
 3. Memory: VmHWM (peak resident set) of each `pbm serve` process.
 
     .venv/bin/python benchmarks/bench_e2e.py [--mix today|rush|help] [--burst 2000] [--rounds 3]
-        [--seconds 10] [--postgres URL] [--env NAME=VALUE ...]
+        [--seconds 10] [--postgres URL] [--env NAME=VALUE ...] [--config LABEL:NAME=VALUE,... ...]
 """
 
 from __future__ import annotations
@@ -340,8 +340,12 @@ if __name__ == "__main__":
     ap.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="more settings for pbm serve")
     ap.add_argument("--backends", nargs="*", type=int, default=None,
                     help="PBM_BACKENDS of each configuration (default: 2 1)")
+    ap.add_argument("--config", nargs="*", default=None, metavar="LABEL:NAME=VALUE[,NAME=VALUE]",
+                    help="the configurations to compare, e.g. two:PBM_BACKENDS=2 threads:PBM_BACKENDS=1,PBM_WORKERS=2")
     a = ap.parse_args()
     configs = ({f"{n}_back_end{'s' if n != 1 else ''}": {"PBM_BACKENDS": str(n)} for n in a.backends}
                if a.backends else None)
+    if a.config:
+        configs = {label: _env(pairs.split(",")) for label, _, pairs in (c.partition(":") for c in a.config)}
     print(json.dumps(run("today" if a.orders else a.mix, a.burst, a.seconds, a.rounds, a.load_share, a.concurrency,
                          a.postgres, configs, _env(a.env), a.argon2_checks), indent=2))
