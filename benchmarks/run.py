@@ -45,6 +45,9 @@ GAMES = ("rmpm", "giveaway", "sequence")
 class Options:
     quick: bool
     rounds: int | None  # None: each part's own default
+    #: --postgres, for a part that needs PostgreSQL whatever the database of
+    #: the round (a per-database part gets its database as its second argument)
+    postgres: str | None = None
 
     def r(self, full: int, quick: int = 2) -> int:
         return self.rounds or (quick if self.quick else full)
@@ -259,7 +262,7 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown parts: {' '.join(sorted(unknown))} (known: {' '.join(PARTS)})")
     want = [p for p in PARTS.values() if a.only is None or p.name in a.only]
-    o = Options(quick=a.quick, rounds=a.rounds)
+    o = Options(quick=a.quick, rounds=a.rounds, postgres=a.postgres)
     results: dict = {
         "run": {"started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": _commit(),
                 "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
