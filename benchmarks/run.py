@@ -227,11 +227,23 @@ def rates(results: dict) -> list[dict]:
     return out
 
 
+def engine_ratios(results: dict) -> list[dict]:
+    """The games' engine ratios: CPU time of the benchmark's own process,
+    best of several runs, the sizes one after the other (not paired)."""
+    return [{"where": f"{key}.{name}", "value": value[name]}
+            for key, value in results.items() if key.startswith("game_") and isinstance(value, dict)
+            for name in ("ratio", "ring_detection_ratio") if isinstance(value.get(name), (int, float))]
+
+
 def print_summary(summary: dict) -> None:
     err = sys.stderr
     print("\nratios (median of the paired rounds [lowest - highest], rounds):", file=err)
     for r in summary["ratios"]:
         print(f"  {r['where']:<58} {r['median']!s:>7} [{r['min']} - {r['max']}] x{r['rounds']}   {r['of']}", file=err)
+    if summary["engine_ratios"]:
+        print("games' engines (CPU time, best of runs, not paired):", file=err)
+        for r in summary["engine_ratios"]:
+            print(f"  {r['where']:<58} {r['value']!s:>7}", file=err)
     if summary["rates"]:
         print("rates:", file=err)
         for r in summary["rates"]:
@@ -280,7 +292,7 @@ def main(argv=None) -> int:
                 if key == "wall_seconds":
                     continue
                 results[f"{key}_{tag}" if p.per_database else key] = value
-    summary = {"ratios": ratios(results), "rates": rates(results),
+    summary = {"ratios": ratios(results), "rates": rates(results), "engine_ratios": engine_ratios(results),
                "load_average_at_start": results["machine"]["load_average_at_start"],
                "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
     results = {"summary": summary, **results}
