@@ -285,6 +285,8 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
                 runs[label][-1]["argon2_cpu_ms_per_check"] = round(argon2[-1] * 1000, 2)
     finally:
         drop()
+        for suffix in ("", "-wal", "-shm", "-write", "-routes"):  # the SQLite template (the servers' logs stay)
+            Path(f"{tmp / 'pbm.db'}{suffix}").unlink(missing_ok=True)
     labels = list(configs)
     out: dict = {
         "mix": mix,

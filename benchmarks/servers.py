@@ -275,7 +275,7 @@ def clone_database(template_url: str, tmp: Path) -> tuple[str, callable]:
             dst.close()
 
         def remove():
-            for suffix in ("", "-wal", "-shm", "-write"):
+            for suffix in ("", "-wal", "-shm", "-write", "-routes"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
 
         return f"sqlite:///{path}", remove
