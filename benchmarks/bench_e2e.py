@@ -1,30 +1,61 @@
-"""End to end: commands per second from the first SMTP byte to the reply
-accepted by the relay, latency at a steady load below saturation, and the peak
-resident memory of `pbm serve` under that load.
+"""End to end: order mails per second from the first SMTP byte to the reply
+accepted by the relay, latency, the CPU each process spends per mail, and the
+peak resident memory of `pbm serve`.
 
-`pbm serve` runs complete on a fresh database with its relay pointed at a sink
-(an aiosmtpd process that records when it accepted each reply, by In-Reply-To).
-The load client (benchmarks/smtpload.py) is a process of its own; its CPU
-share is reported beside the rate.  Each mail is one command: ``help`` to
-pbm@DOMAIN from one of 2,000 senders, or with ``--orders`` an order mail with
-its ``$$password$$`` (``GIVE n TO handle``) from one of 200 players of 20
-giveaway games of 10 (the accounts and games are made before the server
-starts, as benchmarks/bench_backend.py makes them).
+`pbm serve` runs complete (listener, back ends, delivery, scheduler) with its
+relay pointed at a sink (an aiosmtpd process that records when it accepted
+each reply, by In-Reply-To).  The load client (benchmarks/smtpload.py) is a
+process of its own; its CPU is reported beside the rate.  Each mail is one
+SMTP session carrying one command.  The mix (``--mix``):
 
-1. Capacity: ``burst`` mails as fast as the listener takes them; commands per
-   second = mails / (last reply accepted by the sink - first SMTP byte).
-2. Steady load: ``load_share`` of that capacity for ``seconds``; per mail the
-   latency is (reply accepted by the sink) - (first SMTP byte of the mail):
-   median and 99th percentile.
+* ``today``: order mails (``$$password$$`` and ``GIVE n TO handle``) into 20
+  giveaway games of 10 players: 200 memberships (10 accounts, each a player
+  of all 20 games, all with the same stored hash), each sending 10 mails in
+  a burst of 2,000.  One warm-up mail from every membership first, so the
+  verified-password cache of every back end already knows every player, as
+  a server that has been running a while does: most mails cost no Argon2
+  check.
+* ``rush``: a deadline rush: ``burst`` distinct players (default 2,000, in
+  giveaway games of 10, each account with its own password hash) send one
+  order each, in a shuffled order.  No mail from these players comes
+  before, so every mail pays its Argon2 check.  Beside it the run measures
+  the Argon2 ceiling on this machine: the CPU time of one check by the
+  server's own hasher (pbm_server.accounts.passwords.verify_password, its
+  cache off), timed over ``--argon2-checks`` checks, and ceiling = usable
+  cores / that time, in mails per second; reported: rate / ceiling (goal of
+  issue 30: at least 0.8).
+* ``help``: ``help`` to pbm@ from one of 2,000 senders (no password).
+
+The accounts and games are made once, before any server starts
+(bench_backend.setup_orders); every measurement runs a fresh `pbm serve` on a
+fresh copy of that database.
+
+Each configuration (by default two back ends, ``PBM_BACKENDS=2``, and one,
+``PBM_BACKENDS=1``; ``--backends`` or ``--config`` name others) is measured ``--rounds`` times, the two in turn (A B,
+B A, A B, ...), so that the ratio two/one comes from one run: one ratio per
+round, their median and range.  Per measurement:
+
+1. Capacity: the ``burst`` mails as fast as the listener takes them;
+   mails per second = replies / (last reply accepted by the sink - first SMTP
+   byte).  Latency of the burst's mails (reply at the sink - first byte of
+   that mail): how long a player waits in a rush.  CPU seconds per mail of
+   each process group (listener, back ends, `pbm serve`'s HTTP side, relay
+   sink, load client) over the burst, and the cores each kept busy.
+2. Steady load (``today`` and ``help``, when ``--seconds`` > 0):
+   ``load_share`` of that capacity for ``seconds``; latency median and 99th
+   percentile.
 3. Memory: VmHWM (peak resident set) of each `pbm serve` process.
 
-    .venv/bin/python benchmarks/bench_e2e.py [--burst 1500] [--seconds 20] [--postgres URL] [--orders]
+    .venv/bin/python benchmarks/bench_e2e.py [--mix today|rush|help] [--burst 2000] [--rounds 3]
+        [--seconds 10] [--postgres URL] [--env NAME=VALUE ...] [--config LABEL:NAME=VALUE,... ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import statistics
 import sys
 import tempfile
@@ -33,8 +64,29 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.servers import PbmServe, RelaySink, cpu_seconds, fresh_database, peak_rss_mb  # noqa: E402
+from benchmarks.servers import (  # noqa: E402
+    PbmServe,
+    RelaySink,
+    alternate,
+    clone_database,
+    cpu_seconds,
+    fresh_database,
+    paired_ratio,
+    peak_rss_mb,
+    usable_cores,
+)
 from benchmarks.smtpload import LoadSpec, run_load_process  # noqa: E402
+
+MIXES = ("today", "rush", "help")
+#: the configurations compared by default: label -> environment of `pbm serve`
+CONFIGS = {"two_back_ends": {"PBM_BACKENDS": "2"}, "one_back_end": {"PBM_BACKENDS": "1"}}
+DESCRIPTION = {
+    "today": "order mails with $$password$$ into 20 giveaway games of 10 (10 accounts in all 20), each membership "
+             "warmed up first: the verified-password cache spares most Argon2 checks",
+    "rush": "deadline rush: distinct players (giveaway games of 10, a password hash each) send one order each, "
+            "no warm-up from them: every mail pays its Argon2 check",
+    "help": "help to pbm@ from one of 2,000 senders",
+}
 
 
 def _replies(sink: RelaySink, wanted: set[str], timeout: float) -> dict[str, float]:
@@ -54,82 +106,248 @@ def percentile(values: list[float], q: float) -> float:
     return values[k]
 
 
-def run(burst: int = 1500, seconds: float = 20.0, load_share: float = 0.5, concurrency: int = 20,
-        pg: str | None = None, extra_env: dict | None = None, orders: bool = False) -> dict:
-    tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-e2e-"))
-    db_url, drop = fresh_database(tmp, pg)
-    mails = None
-    if orders:
-        from benchmarks.bench_backend import setup_orders
+def argon2_cpu_seconds(checks: int = 40) -> float:
+    """CPU seconds of one password check by the server's own hasher, its
+    verified-password cache off: the mean over ``checks`` checks of this
+    thread's CPU time (time.thread_time, so nothing else counts)."""
+    from pbm_server.accounts import passwords
 
+    stored = passwords.hash_password("bench-argon2-ceiling")
+    size, passwords.VERIFIED.size = passwords.VERIFIED.size, 0
+    try:
+        passwords.verify_password(stored, "bench-argon2-ceiling")  # first use: the hasher's set-up
+        t0 = time.thread_time()
+        for _ in range(checks):
+            if not passwords.verify_password(stored, "bench-argon2-ceiling"):
+                raise RuntimeError("the check failed")
+        return (time.thread_time() - t0) / checks
+    finally:
+        passwords.VERIFIED.size = size
+
+
+def argon2_cpu_seconds_all_cores(checks: int = 40) -> float:
+    """The same with every usable core checking at once (one process each):
+    the median of their CPU seconds per check (the cores share caches and
+    memory bandwidth, and an Argon2 check is memory-hard)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    cores = usable_cores()
+    with ProcessPoolExecutor(cores, mp_context=mp.get_context("spawn")) as ex:
+        return statistics.median(ex.map(argon2_cpu_seconds, [checks] * cores))
+
+
+def prepare(mix: str, db_url: str, burst: int) -> tuple[list | None, list | None]:
+    """Set up the database of a mix; returns (the burst's mails, the
+    warm-up's mails): (sender, recipient, body) each, None for ``help``
+    mails."""
+    from benchmarks.bench_backend import setup_orders
+
+    if mix == "today":
         mails = setup_orders(db_url, {f"g{i:02d}": 10 for i in range(20)}, 20)
         mails = [mails[(k % 20) * 20 + k // 20] for k in range(len(mails))]  # the games in turn
-    sink = RelaySink()
-    serve = PbmServe(tmp, sink.port, db_url, extra_env).start()
-    try:
-        # warm-up
-        # (with --orders: one mail from every player, so each password has
-        # been verified once, as a running server has seen its players)
-        warm = run_load_process(LoadSpec("127.0.0.1", serve.port, len(mails) if mails else 100, concurrency=concurrency,
-                                         tag="warm", mails=mails))
-        _replies(sink, {s.message_id for s in warm.accepted}, 120)
+        return mails, mails  # the warm-up: two mails from every membership
+    if mix == "rush":
+        games = max(1, burst // 10)
+        mails = setup_orders(db_url, {f"r{i:03d}": 10 for i in range(games)}, 10, distinct_players=True)
+        random.Random(30).shuffle(mails)  # a rush comes in any order (each game's mails still in arrival order)
+        return mails, None
+    from pbm_server.store.db import Database
 
-        # 1. capacity (and the CPU each process spent on it)
-        pids = {"listener": [serve.proc.pid], "back_ends": [p for p in serve.pids() if p != serve.proc.pid],
-                "relay_sink": [sink.proc.pid]}
+    db = Database(db_url)
+    db.upgrade()
+    db.dispose()
+    return None, None
+
+
+def measure(home: Path, template_url: str, mix: str, mails: list | None, warm_mails: list | None, env: dict,
+            burst: int, seconds: float, load_share: float, concurrency: int) -> dict:
+    """One `pbm serve` on a fresh copy of the mix's database: warm-up,
+    capacity burst, steady load; see the module's text."""
+    home.mkdir(parents=True, exist_ok=True)
+    db_url, remove = clone_database(template_url, home)
+    sink = RelaySink()
+    serve = PbmServe(home, sink.port, db_url, env).start()
+    try:
+        # warm-up: imports, first connections; with today's mix every
+        # membership's password once; with the rush only help mails from
+        # other senders (none of the rush's players)
+        warm = run_load_process(LoadSpec("127.0.0.1", serve.port, len(warm_mails) if warm_mails else 100,
+                                         concurrency=concurrency, tag="warm", mails=warm_mails))
+        _replies(sink, {s.message_id for s in warm.accepted}, 120)
+        time.sleep(0.5)  # the back ends' rest after the warm-up's stream ends
+
+        # 1. capacity, and the CPU each process group spent on it
+        pids = {**serve.groups(), "relay_sink": [sink.proc.pid]}
         cpu0 = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
-        res = run_load_process(LoadSpec("127.0.0.1", serve.port, burst, concurrency=concurrency, start=100_000, tag="burst",
-                                        mails=mails))
+        count = len(mails) if mix == "rush" else burst
+        res = run_load_process(LoadSpec("127.0.0.1", serve.port, count, concurrency=concurrency,
+                                        start=0 if mix == "rush" else 100_000, tag="burst", mails=mails))
         acc = {s.message_id: s for s in res.accepted}
-        got = _replies(sink, set(acc), 600)
+        got = _replies(sink, set(acc), 900)
+        cpu = {k: sum(cpu_seconds(p) for p in v) - cpu0[k] for k, v in pids.items()}
+        cpu["load_client"] = res.cpu
         first = min(s.t_start for s in res.sent)
-        span = max(got.values()) - first
-        capacity = len(got) / span
-        cpu_ms = {k: round((sum(cpu_seconds(p) for p in v) - cpu0[k]) / max(len(got), 1) * 1000, 2)
-                  for k, v in pids.items()}
-        cpu_ms["load_client"] = round(res.cpu / max(len(got), 1) * 1000, 2)
+        span = max(got.values()) - first if got else float("nan")
+        n = max(len(got), 1)
+        lat = [(got[m] - s.t_start) * 1000 for m, s in acc.items() if m in got]
+        out = {
+            "mails": count,
+            "accepted": len(acc),
+            "replied": len(got),
+            "seconds": round(span, 2),
+            "per_second": round(len(got) / span, 1) if got else 0.0,
+            # CPU per mail of the burst, by process group (2 cores: 2,000 ms a second)
+            "cpu_ms_per_mail": {**{k: round(v / n * 1000, 2) for k, v in cpu.items()},
+                                "all": round(sum(cpu.values()) / n * 1000, 2)},
+            # CPU seconds per second of the burst: the cores each group kept busy
+            "cores_busy": {k: round(v / span, 2) for k, v in cpu.items()} if got else {},
+            "client_cpu_share": round(res.cpu / res.elapsed, 2) if res.elapsed else None,
+            "client_seconds": round(res.elapsed, 2),
+            "burst_latency_ms": {"median": round(statistics.median(lat), 1) if lat else None,
+                                 "p99": round(percentile(lat, 0.99), 1) if lat else None,
+                                 "max": round(max(lat), 1) if lat else None},
+        }
 
         # 2. steady load below saturation
-        rate = capacity * load_share
-        count = int(rate * seconds)
-        res2 = run_load_process(LoadSpec("127.0.0.1", serve.port, count, concurrency=concurrency, rate=rate,
-                                         start=200_000, tag="steady", mails=mails))
-        acc2 = {s.message_id: s for s in res2.accepted}
-        got2 = _replies(sink, set(acc2), 300)
-        lat = [(got2[m] - s.t_start) * 1000 for m, s in acc2.items() if m in got2]
-        rss = {pid: round(peak_rss_mb(pid), 1) for pid in serve.pids()}
-        return {
-            "database": "postgresql" if pg else "sqlite",
-            "mails": "order mails with $$password$$ into 20 giveaway games" if orders else "help to pbm@",
-            "back_end_processes": len(serve.pids()) - 1,
-            "burst_mails": burst,
-            "client_cpu_share_burst": round(res.cpu / res.elapsed, 2) if res.elapsed else None,
-            # CPU per mail of the burst, by process (a 2-core machine has 2,000 ms a second)
-            "cpu_ms_per_mail_burst": cpu_ms,
-            "burst_replied": len(got),
-            "commands_per_second": round(capacity, 1),
-            "steady_rate_per_second": round(rate, 1),
-            "steady_mails": count,
-            "steady_replied": len(lat),
-            "steady_offered_vs_achieved": round(len(acc2) / res2.elapsed, 1) if res2.elapsed else 0,
-            "latency_ms_median": round(statistics.median(lat), 1) if lat else None,
-            "latency_ms_p99": round(percentile(lat, 0.99), 1) if lat else None,
-            "latency_ms_max": round(max(lat), 1) if lat else None,
-            "peak_rss_mb": {"listener": rss.get(serve.proc.pid), "back_end": sum(v for p, v in rss.items() if p != serve.proc.pid),
-                            "total": round(sum(rss.values()), 1)},
-        }
+        if seconds > 0 and mix != "rush" and got:
+            rate = out["per_second"] * load_share
+            res2 = run_load_process(LoadSpec("127.0.0.1", serve.port, max(1, int(rate * seconds)), concurrency=concurrency,
+                                             rate=rate, start=200_000, tag="steady", mails=mails))
+            acc2 = {s.message_id: s for s in res2.accepted}
+            got2 = _replies(sink, set(acc2), 300)
+            lat2 = [(got2[m] - s.t_start) * 1000 for m, s in acc2.items() if m in got2]
+            out["steady"] = {
+                "rate_per_second": round(rate, 1), "mails": len(res2.sent), "replied": len(lat2),
+                "latency_ms_median": round(statistics.median(lat2), 1) if lat2 else None,
+                "latency_ms_p99": round(percentile(lat2, 0.99), 1) if lat2 else None,
+                "latency_ms_max": round(max(lat2), 1) if lat2 else None,
+            }
+        groups = serve.groups()
+        out["back_end_processes"] = len(groups["back_ends"])
+        out["peak_rss_mb"] = {k: round(sum(peak_rss_mb(p) for p in v), 1) for k, v in groups.items()}
+        out["peak_rss_mb"]["total"] = round(sum(out["peak_rss_mb"].values()), 1)
+        out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        return out
     finally:
         serve.stop()
         sink.stop()
+        remove()
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+def summary(runs: list[dict]) -> dict:
+    """One configuration over its rounds: medians, and the rounds."""
+    out = {
+        "per_second": _median([r["per_second"] for r in runs]),
+        "per_second_rounds": [r["per_second"] for r in runs],
+        "cpu_ms_per_mail": {k: _median([r["cpu_ms_per_mail"][k] for r in runs]) for k in runs[0]["cpu_ms_per_mail"]},
+        "client_cpu_share": _median([r["client_cpu_share"] for r in runs]),
+        "burst_latency_ms_median": _median([r["burst_latency_ms"]["median"] for r in runs]),
+        "burst_latency_ms_p99": _median([r["burst_latency_ms"]["p99"] for r in runs]),
+        "all_replied": all(r["replied"] == r["mails"] for r in runs),
+        "peak_rss_mb_total": max(r["peak_rss_mb"]["total"] for r in runs),
+    }
+    steady = [r["steady"] for r in runs if "steady" in r]
+    if steady:
+        out["steady_latency_ms_median"] = _median([s["latency_ms_median"] for s in steady])
+        out["steady_latency_ms_p99"] = _median([s["latency_ms_p99"] for s in steady])
+    out["runs"] = runs
+    return out
+
+
+def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: int = 3, load_share: float = 0.5,
+        concurrency: int = 20, pg: str | None = None, configs: dict[str, dict] | None = None,
+        extra_env: dict | None = None, argon2_checks: int = 40) -> dict:
+    if mix not in MIXES:
+        raise ValueError(f"mix is one of {MIXES}")
+    configs = configs or CONFIGS
+    tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-e2e-"))
+    template_url, drop = fresh_database(tmp, pg)
+    try:
+        t0 = time.monotonic()
+        mails, warm_mails = prepare(mix, template_url, burst)
+        setup_seconds = time.monotonic() - t0
+        runs: dict[str, list[dict]] = {label: [] for label in configs}
+        argon2: list[float] = []
+        argon2_all = argon2_cpu_seconds_all_cores(argon2_checks) if mix == "rush" else None
+        for r, label in alternate(list(configs), rounds):
+            print(f"  e2e {mix}: round {r + 1}/{rounds}, {label} ...", file=sys.stderr, flush=True)
+            if mix == "rush":  # the ceiling beside every rush measurement
+                argon2.append(argon2_cpu_seconds(argon2_checks))
+            runs[label].append(measure(tmp / f"{label}-{r}", template_url, mix, mails, warm_mails,
+                                       {**(extra_env or {}), **configs[label]}, burst, seconds, load_share, concurrency))
+            if mix == "rush":
+                runs[label][-1]["argon2_cpu_ms_per_check"] = round(argon2[-1] * 1000, 2)
+    finally:
         drop()
+        for suffix in ("", "-wal", "-shm", "-write", "-routes"):  # the SQLite template (the servers' logs stay)
+            Path(f"{tmp / 'pbm.db'}{suffix}").unlink(missing_ok=True)
+    labels = list(configs)
+    out: dict = {
+        "mix": mix,
+        "what": DESCRIPTION[mix],
+        "database": "postgresql" if pg else "sqlite",
+        "burst_mails": len(mails) if mix == "rush" and mails else burst,
+        "rounds": rounds,
+        "concurrency": concurrency,
+        "setup_seconds": round(setup_seconds, 1),
+        "configurations": {label: {"env": configs[label], **summary(runs[label])} for label in labels},
+    }
+    if len(labels) == 2:
+        a, b = labels
+        out[f"ratio_{a}_to_{b}"] = paired_ratio(f"mails/s, {a} / {b} ({mix})", [x["per_second"] for x in runs[a]],
+                                                [x["per_second"] for x in runs[b]], 2)
+    if mix == "rush":
+        cores = usable_cores()
+        cost = statistics.median(argon2)
+        out["argon2"] = {"cpu_ms_per_check": round(cost * 1000, 2),
+                         "cpu_ms_per_check_rounds": [round(x * 1000, 2) for x in argon2],
+                         "usable_cores": cores, "ceiling_per_second": round(cores / cost, 1),
+                         # for comparison: every core checking at once (measured once, before the rounds)
+                         "cpu_ms_per_check_all_cores_at_once": round(argon2_all * 1000, 2),
+                         "ceiling_per_second_all_cores_at_once": round(cores / argon2_all, 1)}
+        for label in labels:
+            rates = [x["per_second"] for x in runs[label]]
+            ceilings = [cores / (x["argon2_cpu_ms_per_check"] / 1000) for x in runs[label]]
+            out["configurations"][label]["rate_to_ceiling"] = paired_ratio(
+                f"rush mails/s / Argon2 ceiling ({label})", rates, ceilings, 2)
+        out["goal"] = "rate / ceiling at least 0.8"
+    return out
+
+
+def _env(pairs: list[str]) -> dict:
+    out = {}
+    for p in pairs:
+        name, _, value = p.partition("=")
+        out[name] = value
+    return out
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--burst", type=int, default=1500)
-    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--mix", choices=MIXES, default="today")
+    ap.add_argument("--orders", action="store_true", help="the same as --mix today (the older option)")
+    ap.add_argument("--burst", type=int, default=2000, help="mails of a burst (rush: players)")
+    ap.add_argument("--seconds", type=float, default=10.0, help="steady load after each burst (0: none)")
+    ap.add_argument("--rounds", type=int, default=3, help="measurements of each configuration, in turn")
     ap.add_argument("--load-share", type=float, default=0.5)
+    ap.add_argument("--concurrency", type=int, default=20)
+    ap.add_argument("--argon2-checks", type=int, default=40)
     ap.add_argument("--postgres", default=None)
-    ap.add_argument("--orders", action="store_true", help="order mails with passwords instead of help")
+    ap.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="more settings for pbm serve")
+    ap.add_argument("--backends", nargs="*", type=int, default=None,
+                    help="PBM_BACKENDS of each configuration (default: 2 1)")
+    ap.add_argument("--config", nargs="*", default=None, metavar="LABEL:NAME=VALUE[,NAME=VALUE]",
+                    help="the configurations to compare, e.g. two:PBM_BACKENDS=2 threads:PBM_BACKENDS=1,PBM_WORKERS=2")
     a = ap.parse_args()
-    print(json.dumps(run(a.burst, a.seconds, a.load_share, pg=a.postgres, orders=a.orders), indent=2))
+    configs = ({f"{n}_back_end{'s' if n != 1 else ''}": {"PBM_BACKENDS": str(n)} for n in a.backends}
+               if a.backends else None)
+    if a.config:
+        configs = {label: _env(pairs.split(",")) for label, _, pairs in (c.partition(":") for c in a.config)}
+    print(json.dumps(run("today" if a.orders else a.mix, a.burst, a.seconds, a.rounds, a.load_share, a.concurrency,
+                         a.postgres, configs, _env(a.env), a.argon2_checks), indent=2))

@@ -11,15 +11,18 @@ worker, outbound to a relay sink, scheduler) on a fresh database; each of its
 250 replies comes after the message is committed (SQLite: WAL,
 synchronous=FULL).  The worker processes the mails while they arrive.
 
-The two servers are measured in alternation (bare, pbm, bare, pbm, ...); the
-ratio is the median over the rounds of (pbm rate / bare rate of the same
-round).  Also reported: the ratio of the median rates, and the CPU time per
-message of the bare listener's process and of `pbm serve`'s listener process
-(the part of the work that decides how fast mail is taken in on an otherwise
-idle machine).
+The two servers are measured in alternation (bare, pbm; pbm, bare; bare,
+pbm; ...: servers.alternate); the ratio is the median over the rounds of
+(pbm rate / bare rate of the same round), with each round's ratio and their
+range (servers.paired_ratio).  Also reported: the ratio of the median rates,
+and the CPU time per message of the bare listener's process and of `pbm
+serve`'s listener process (the part of the work that decides how fast mail
+is taken in on an otherwise idle machine), paired the same way.
 
 Also the MTA-pipe model: one `pbm mail inject` process per mail (how older
-servers receive mail from their MTA), ``pipe_concurrency`` at a time.
+servers receive mail from their MTA), ``pipe_concurrency`` at a time,
+``pipe_count / rounds`` mails in every round right after `pbm serve`'s
+turn, paired with that round's bare rate.
 
 With smtp-source every mail is ``help`` in the Subject to pbm@DOMAIN from one
 sender, each with its own Message-ID; the worker answers the first of them and
@@ -47,7 +50,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.servers import BareListener, PbmServe, RelaySink, cpu_seconds, fresh_database  # noqa: E402
+from benchmarks.servers import (  # noqa: E402
+    BareListener,
+    PbmServe,
+    RelaySink,
+    alternate,
+    cpu_seconds,
+    fresh_database,
+    paired_ratio,
+)
 from benchmarks.smtpload import LoadSpec, message_bytes, run_load_process  # noqa: E402
 
 SMTP_SOURCE = shutil.which("smtp-source") or ("/usr/sbin/smtp-source" if os.path.exists("/usr/sbin/smtp-source") else None)
@@ -141,17 +152,18 @@ def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: i
         # warm up both (imports, first connections, the game-name cache)
         _measure(bare.port, 200, concurrency, 0, [bare.pid], client)
         _measure(serve.port, 200, concurrency, 0, serve.pids(), client)
-        bare_runs, pbm_runs = [], []
-        for r in range(rounds):
-            bare_runs.append(_measure(bare.port, count, concurrency, 1_000_000 * (r + 1), [bare.pid], client))
-            pbm_runs.append(_measure(serve.port, count, concurrency, 1_000_000 * (r + 1), serve.pids(), client))
-        catch_up = _wait_processed(serve, 200 + rounds * count)
-        pipe = pipe_rate(serve, pipe_count, pipe_concurrency)
+        runs: dict[str, list[dict]] = {"bare": [], "pbm_serve": []}
+        pipes = []
+        targets = {"bare": (bare.port, lambda: [bare.pid]), "pbm_serve": (serve.port, serve.pids)}
+        for r, side in alternate(["bare", "pbm_serve"], rounds):
+            port, pids = targets[side]
+            runs[side].append(_measure(port, count, concurrency, 1_000_000 * (r + 1), pids(), client))
+            if side == "pbm_serve" and pipe_count:  # the MTA pipe too, a share of its mails each round
+                pipes.append(pipe_rate(serve, max(2, pipe_count // rounds), pipe_concurrency))
+        catch_up = _wait_processed(serve, 200 + rounds * count + sum(x["accepted"] for x in pipes))
+        bare_runs, pbm_runs = runs["bare"], runs["pbm_serve"]
         bare_rate = statistics.median(x["per_second"] for x in bare_runs)
         pbm_rate = statistics.median(x["per_second"] for x in pbm_runs)
-        # each pbm run against the bare run just before it: robust to a machine
-        # whose other load drifts during the benchmark
-        paired = [p["per_second"] / b["per_second"] for b, p in zip(bare_runs, pbm_runs, strict=True)]
         cpu_bare = statistics.median(x["server_cpu_us_per_message"] for x in bare_runs)
         cpu_listener = statistics.median(x["listener_cpu_us_per_message"] for x in pbm_runs)
         return {
@@ -161,17 +173,23 @@ def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: i
                                  "pbm_serve": round(statistics.median(x["client_cpu_share"] for x in pbm_runs), 2)},
             "messages_per_run": count,
             "concurrency": concurrency,
+            "rounds": rounds,
             "bare_per_second": bare_rate,
             "pbm_serve_per_second": pbm_rate,
-            "ratio": round(statistics.median(paired), 3),
+            # each pbm round against the bare round beside it: robust to a
+            # machine whose other load drifts during the benchmark
+            "ratio": paired_ratio("mails/s, pbm serve / bare listener", [x["per_second"] for x in pbm_runs],
+                                  [x["per_second"] for x in bare_runs]),
             "ratio_of_medians": round(pbm_rate / bare_rate, 3),
-            "paired_ratios": [round(x, 3) for x in paired],
-            "listener_cpu_us_per_message": {"bare": cpu_bare, "pbm_serve_listener": cpu_listener,
-                                            "ratio": round(cpu_bare / cpu_listener, 3)},
+            "listener_cpu_us_per_message": {"bare": cpu_bare, "pbm_serve_listener": cpu_listener},
+            "listener_cpu_ratio": paired_ratio("CPU per mail, bare listener / pbm serve's listener process",
+                                               [x["server_cpu_us_per_message"] for x in bare_runs],
+                                               [x["listener_cpu_us_per_message"] for x in pbm_runs]),
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
-            "mta_pipe_per_second": pipe["per_second"],
-            "mta_pipe_ratio": round(pipe["per_second"] / bare_rate, 4),
-            "mta_pipe": pipe,
+            "mta_pipe_per_second": round(statistics.median(x["per_second"] for x in pipes), 1) if pipes else None,
+            "mta_pipe_ratio": paired_ratio("mails/s, pbm mail inject per mail / bare listener",
+                                           [x["per_second"] for x in pipes], [x["per_second"] for x in bare_runs], 4),
+            "mta_pipe": pipes,
             "worker_catch_up_seconds_after_last_run": round(catch_up, 1),
             "runs": {"bare": bare_runs, "pbm_serve": pbm_runs},
         }

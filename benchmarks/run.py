@@ -3,18 +3,16 @@
     .venv/bin/python benchmarks/run.py                     # everything, SQLite
     .venv/bin/python benchmarks/run.py --postgres postgresql://postgres@127.0.0.1:5432/test
     .venv/bin/python benchmarks/run.py --only intake e2e --quick
+    .venv/bin/python benchmarks/run.py --list               # the parts
 
-Parts: ``intake`` (pbm serve vs a bare aiosmtpd listener, and the MTA pipe),
-``e2e`` (order mails with passwords per second, latency, peak memory; with
-two back ends and with one, in the same run), ``backend`` (CPU per
-order mail into a 10- and a 10,000-player game; one back end vs two on mail
-already in the inbox: benchmarks/bench_backend.py; rmpm orders, giveaway
-joins and sequence plays in a small and a large game: bench_entries.py,
-bench_sequence_orders.py), ``turns`` (turn runs at
-design size: benchmarks/bench_turns.py), and each game's engine benchmark
-(``rmpm``, ``giveaway``, ``sequence``: benchmarks/bench_<game>.py, the rules
-alone).  With ``--postgres URL`` intake, e2e and backend run on SQLite and
-again on a fresh PostgreSQL database made beside URL.
+Each part is registered in PARTS below (``@part(...)``); a part of the
+server's own (``per_database``) runs on SQLite and, with ``--postgres URL``,
+again on a fresh PostgreSQL database made beside URL.  Every ratio a part
+reports comes from one run in which its two sides were measured in turn,
+round after round (benchmarks/servers.py: ``alternate``, ``paired_ratio``):
+one ratio per round, their median, their range.  The run ends with a summary
+of every such ratio (also the JSON's ``summary``), so the figures are quick
+to read.
 
 The figures go to standard output as JSON and, with ``--out FILE``, into FILE.
 A benchmark that fails is reported with its error; the others still run.
@@ -23,14 +21,19 @@ A benchmark that fails is reported with its error; the others still run.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -38,14 +41,146 @@ sys.path.insert(0, str(ROOT))
 GAMES = ("rmpm", "giveaway", "sequence")
 
 
+@dataclass(frozen=True)
+class Options:
+    quick: bool
+    rounds: int | None  # None: each part's own default
+    #: --postgres, for a part that needs PostgreSQL whatever the database of
+    #: the round (a per-database part gets its database as its second argument)
+    postgres: str | None = None
+
+    def r(self, full: int, quick: int = 2) -> int:
+        return self.rounds or (quick if self.quick else full)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    help: str
+    #: (options, PostgreSQL URL or None) -> {result name: result}
+    run: Callable[[Options, str | None], dict[str, dict]]
+    #: run on SQLite and again on PostgreSQL with --postgres; the database
+    #: ("sqlite" or "postgresql") ends each result's name
+    per_database: bool = False
+
+
+PARTS: dict[str, Part] = {}
+
+
+def part(name: str, help: str, per_database: bool = False):
+    """Register a part: ``@part("name", "what it measures")`` over a
+    function (options, pg) -> {result name: result}."""
+    def register(fn):
+        PARTS[name] = Part(name, help, fn, per_database)
+        return fn
+    return register
+
+
+# -- the parts ---------------------------------------------------------------------------
+@part("intake", "pbm serve vs a bare aiosmtpd listener, alternating rounds; the MTA pipe", per_database=True)
+def _intake(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_intake
+
+    kw = dict(count=800, pipe_count=8) if o.quick else dict(count=2000, pipe_count=70)
+    return {"intake": _timed(bench_intake.run, pg=pg, rounds=o.r(7), **kw)}
+
+
+@part("e2e", "order mails end to end, two mixes (today, rush), two back ends vs one in turn; the Argon2 "
+      "ceiling", per_database=True)
+def _e2e(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_e2e
+
+    out = {}
+    for mix in ("today", "rush"):
+        print(f"end to end, {mix} ...", file=sys.stderr, flush=True)
+        kw = dict(burst=400, seconds=3, argon2_checks=20) if o.quick else dict(burst=2000, seconds=10)
+        out[f"e2e_{mix}"] = _timed(bench_e2e.run, mix=mix, pg=pg, rounds=o.r(3), **kw)
+    return out
+
+
+@part("backend", "the back end on mail in the inbox: CPU per mail by game size, one back end vs two",
+      per_database=True)
+def _backend(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_backend, bench_entries, bench_sequence_orders
+    from benchmarks.servers import paired_ratio
+
+    rounds = o.r(3)
+    out: dict = {"backend": _timed(bench_backend.run, pg=pg, mails=120 if o.quick else 600, rounds=rounds)}
+
+    def by_size(sides: dict[str, functools.partial]) -> dict:
+        """Two sizes of one game, drained in turn; the ratio large/small."""
+        runs = bench_backend.alternating_drains(pg, {k: (v, {}) for k, v in sides.items()}, rounds)
+        small, large = sides
+        return {**{k: bench_backend.side(v) for k, v in runs.items()},
+                "ratio_large_to_small": paired_ratio(f"CPU per mail, {large} / {small}",
+                                                     [r["cpu_ms_per_mail"] for r in runs[large]],
+                                                     [r["cpu_ms_per_mail"] for r in runs[small]], 2),
+                "goal": "at most 1.5"}
+
+    print("rmpm orders, giveaway joins, sequence plays by game size ...", file=sys.stderr, flush=True)
+    mails = 100 if o.quick else 300
+    entries = {}
+    for kind, (setup, sizes) in bench_entries.SCENARIOS.items():
+        name = f"{kind}_{'orders' if kind == 'rmpm' else 'joins'}"
+        entries[name] = _timed(by_size, {f"{n}_players": functools.partial(setup, n=n, mails=mails) for n in sizes})
+    out["entries"] = entries
+    out["sequence_plays"] = _timed(by_size, {
+        f"{label}_{players}_players_{plays}_plays": functools.partial(bench_sequence_orders.setup, name="four",
+                                                                      players=players, plays=plays)
+        for label, (players, plays) in bench_sequence_orders.SIZES.items()})
+    return out
+
+
+@part("turns", "turn runs at design size (pbm turn run as its own process)")
+def _turns(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_turns
+
+    return {"turns": _timed(bench_turns.run, players=100 if o.quick else None)}
+
+
+def _game(game: str, o: Options, pg: str | None) -> dict:
+    try:
+        mod = importlib.import_module(f"benchmarks.bench_{game}")
+    except ImportError as exc:
+        return {f"game_{game}": {"skipped": f"benchmarks/bench_{game}.py not available: {exc}"}}
+    return {f"game_{game}": _timed(mod.run)}
+
+
+for _g in GAMES:
+    part(_g, f"the {_g} rules alone (benchmarks/bench_{_g}.py; CPU time of its own process)")(functools.partial(_game, _g))
+
+
+# -- running them ------------------------------------------------------------------------
 def machine() -> dict:
-    load = os.getloadavg()
     return {
         "cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu_model": _cpu_model(),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "load_average_at_start": [round(x, 2) for x in load],
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _commit() -> str | None:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def _timed(fn, *args, **kw) -> dict:
@@ -60,62 +195,112 @@ def _timed(fn, *args, **kw) -> dict:
     return out
 
 
+def ratios(results: dict, path: str = "") -> list[dict]:
+    """Every ratio in the results (a dict made by servers.paired_ratio), with
+    where it is."""
+    out = []
+    for key, value in results.items():
+        if not isinstance(value, dict):
+            continue
+        where = f"{path}.{key}" if path else key
+        if "of" in value and "pairs" in value and "median" in value:
+            out.append({"where": where, **{k: value[k] for k in ("of", "median", "min", "max", "rounds")}})
+        else:
+            out += ratios(value, where)
+    return out
+
+
+def rates(results: dict) -> list[dict]:
+    """The headline rates of the end-to-end parts: each configuration's
+    median mails/s, and the rush's Argon2 ceiling."""
+    out = []
+    for key, value in results.items():
+        if not (key.startswith("e2e_") and isinstance(value, dict) and "configurations" in value):
+            continue
+        for label, conf in value["configurations"].items():
+            out.append({"where": f"{key}.{label}", "mails_per_second": conf.get("per_second"),
+                        "rounds": conf.get("per_second_rounds"), "cpu_ms_per_mail": conf.get("cpu_ms_per_mail"),
+                        "client_cpu_share": conf.get("client_cpu_share")})
+        if "argon2" in value:
+            out.append({"where": f"{key}.argon2", "ceiling_per_second": value["argon2"]["ceiling_per_second"],
+                        "cpu_ms_per_check": value["argon2"]["cpu_ms_per_check"]})
+    return out
+
+
+def engine_ratios(results: dict) -> list[dict]:
+    """The games' engine ratios: CPU time of the benchmark's own process,
+    best of several runs, the sizes one after the other (not paired)."""
+    return [{"where": f"{key}.{name}", "value": value[name]}
+            for key, value in results.items() if key.startswith("game_") and isinstance(value, dict)
+            for name in ("ratio", "ring_detection_ratio") if isinstance(value.get(name), (int, float))]
+
+
+def print_summary(summary: dict) -> None:
+    err = sys.stderr
+    print("\nratios (median of the paired rounds [lowest - highest], rounds):", file=err)
+    for r in summary["ratios"]:
+        print(f"  {r['where']:<58} {r['median']!s:>7} [{r['min']} - {r['max']}] x{r['rounds']}   {r['of']}", file=err)
+    if summary["engine_ratios"]:
+        print("games' engines (CPU time, best of runs, not paired):", file=err)
+        for r in summary["engine_ratios"]:
+            print(f"  {r['where']:<58} {r['value']!s:>7}", file=err)
+    if summary["rates"]:
+        print("rates:", file=err)
+        for r in summary["rates"]:
+            if "ceiling_per_second" in r:
+                print(f"  {r['where']:<58} ceiling {r['ceiling_per_second']}/s "
+                      f"({r['cpu_ms_per_check']} ms CPU per Argon2 check)", file=err)
+            else:
+                print(f"  {r['where']:<58} {r['mails_per_second']} mails/s (rounds {r['rounds']}), "
+                      f"CPU ms/mail {r['cpu_ms_per_mail']}, client {r['client_cpu_share']} of a core", file=err)
+    print(f"load average at start {summary['load_average_at_start']}, at end {summary['load_average_at_end']}", file=err)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="pbm-server benchmarks")
-    ap.add_argument("--only", nargs="*", default=None, help="intake e2e backend turns rmpm giveaway sequence")
-    ap.add_argument("--postgres", default=os.environ.get("PBM_BENCH_POSTGRES"), help="also run intake and e2e on PostgreSQL")
-    ap.add_argument("--quick", action="store_true", help="smaller loads (a smoke run, not for the README)")
+    ap.add_argument("--only", nargs="*", default=None, help=" ".join(PARTS))
+    ap.add_argument("--postgres", default=os.environ.get("PBM_BENCH_POSTGRES"),
+                    help="also run the server's parts on a fresh PostgreSQL database made beside this URL")
+    ap.add_argument("--quick", action="store_true", help="smaller loads, 2 rounds (a smoke run, not for the README)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds of every paired measurement (default: each part's)")
     ap.add_argument("--out", default=None, help="also write the JSON here")
+    ap.add_argument("--list", action="store_true", help="list the parts and stop")
     a = ap.parse_args(argv)
-    want = set(a.only or ["intake", "e2e", "backend", "turns", *GAMES])
-    results: dict = {"machine": machine()}
-    dbs = [None] + ([a.postgres] if a.postgres else [])
-
-    from benchmarks import bench_backend, bench_e2e, bench_entries, bench_intake, bench_sequence_orders, bench_turns
-
-    for pg in dbs:
-        tag = "postgresql" if pg else "sqlite"
-        if "intake" in want:
-            kw = dict(count=800, rounds=2, pipe_count=20) if a.quick else dict(count=2000, rounds=7, pipe_count=100)
-            print(f"intake ({tag}) ...", file=sys.stderr, flush=True)
-            results[f"intake_{tag}"] = _timed(bench_intake.run, pg=pg, **kw)
-        if "e2e" in want:
-            kw = dict(burst=400, seconds=8) if a.quick else dict(burst=2000, seconds=30)
-            print(f"end to end ({tag}) ...", file=sys.stderr, flush=True)
-            # two back ends (the default on PostgreSQL of a 2-core machine), then one
-            results[f"e2e_{tag}"] = _timed(bench_e2e.run, pg=pg, orders=True, extra_env={"PBM_BACKENDS": "2"}, **kw)
-            print(f"end to end, one back end ({tag}) ...", file=sys.stderr, flush=True)
-            one = results[f"e2e_{tag}_one_back_end"] = _timed(bench_e2e.run, pg=pg, orders=True,
-                                                              extra_env={"PBM_BACKENDS": "1"}, **kw)
-            many = results[f"e2e_{tag}"].get("commands_per_second")
-            if many and one.get("commands_per_second"):
-                results[f"e2e_{tag}"]["ratio_to_one_back_end"] = round(many / one["commands_per_second"], 2)
-        if "backend" in want:
-            print(f"back end ({tag}) ...", file=sys.stderr, flush=True)
-            results[f"backend_{tag}"] = _timed(bench_backend.run, pg=pg, mails=120 if a.quick else 600)
-            print(f"rmpm orders, giveaway joins, sequence plays by game size ({tag}) ...", file=sys.stderr, flush=True)
-            results[f"entries_{tag}"] = _timed(bench_entries.run, pg=pg, mails=100 if a.quick else 300)
-            results[f"sequence_plays_{tag}"] = _timed(bench_sequence_orders.run, pg=pg, repeats=1 if a.quick else 3)
-
-    if "turns" in want:
-        print("turn runs at design size ...", file=sys.stderr, flush=True)
-        results["turns"] = _timed(bench_turns.run, players=100 if a.quick else None)
-
-    for game in GAMES:
-        if game not in want:
-            continue
-        try:
-            mod = importlib.import_module(f"benchmarks.bench_{game}")
-        except ImportError as exc:
-            results[f"game_{game}"] = {"skipped": f"benchmarks/bench_{game}.py not available: {exc}"}
-            continue
-        print(f"game {game} ...", file=sys.stderr, flush=True)
-        results[f"game_{game}"] = _timed(mod.run)
-
+    if a.list:
+        for p in PARTS.values():
+            print(f"{p.name:<10} {p.help}{' (SQLite, and PostgreSQL with --postgres)' if p.per_database else ''}")
+        return 0
+    unknown = set(a.only or []) - set(PARTS)
+    if unknown:
+        ap.error(f"unknown parts: {' '.join(sorted(unknown))} (known: {' '.join(PARTS)})")
+    want = [p for p in PARTS.values() if a.only is None or p.name in a.only]
+    o = Options(quick=a.quick, rounds=a.rounds, postgres=a.postgres)
+    results: dict = {
+        "run": {"started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": _commit(),
+                "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+                "quick": a.quick},
+        "machine": machine(),
+    }
+    for p in want:
+        for pg in ([None, a.postgres] if p.per_database and a.postgres else [None]):
+            tag = "postgresql" if pg else "sqlite"
+            print(f"{p.name}{f' ({tag})' if p.per_database else ''} ...", file=sys.stderr, flush=True)
+            got = _timed(p.run, o, pg)
+            if "error" in got and len(got) <= 2:  # the part as a whole failed
+                got = {p.name: got}
+            for key, value in got.items():
+                if key == "wall_seconds":
+                    continue
+                results[f"{key}_{tag}" if p.per_database else key] = value
+    summary = {"ratios": ratios(results), "rates": rates(results), "engine_ratios": engine_ratios(results),
+               "load_average_at_start": results["machine"]["load_average_at_start"],
+               "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
+    results = {"summary": summary, **results}
     text = json.dumps(results, indent=2, default=str)
     print(text)
     if a.out:
         Path(a.out).write_text(text + "\n")
+    print_summary(summary)
     return 0
 
 

@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -206,6 +207,19 @@ class PbmServe:
                 pass
         return out
 
+    def groups(self) -> dict[str, list[int]]:
+        """The processes of `pbm serve` by part: ``listener`` (the process
+        started), ``back_ends`` (worker, delivery, scheduler) and ``http``
+        (the HTTP side, a child started ``--without worker``)."""
+        out: dict[str, list[int]] = {"listener": [self.proc.pid], "back_ends": [], "http": []}
+        for pid in self.pids()[1:]:
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            out["http" if b"worker" in argv and b"http" not in argv else "back_ends"].append(pid)
+        return out
+
     def cli(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "pbm_server.running.cli", *args], env=self.env, cwd=self.tmp, input=input,
                               capture_output=True, check=True)
@@ -238,3 +252,76 @@ def peak_rss_mb(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+# -- a database made once, copied for every measurement ---------------------------------
+def clone_database(template_url: str, tmp: Path) -> tuple[str, callable]:
+    """A copy of a set-up database, so each measurement of a run starts from
+    the same rows without paying for the set-up again (and without the
+    previous measurement's mail in it).  SQLite: the file is copied with the
+    backup API (consistent, WAL included); PostgreSQL: ``CREATE DATABASE ..
+    TEMPLATE``, which needs no session on the template.  Returns the copy's URL
+    and a function that removes it."""
+    if template_url.startswith("sqlite:///"):
+        import sqlite3
+
+        src_path = template_url[len("sqlite:///"):]
+        path = tmp / f"copy-{uuid.uuid4().hex[:8]}.db"
+        src, dst = sqlite3.connect(src_path), sqlite3.connect(path)
+        try:
+            src.backup(dst)
+        finally:
+            src.close()
+            dst.close()
+
+        def remove():
+            for suffix in ("", "-wal", "-shm", "-write", "-routes"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+        return f"sqlite:///{path}", remove
+    from sqlalchemy import create_engine, text
+
+    base, template = template_url.rsplit("/", 1)
+    name = "pbm_bench_" + uuid.uuid4().hex[:10]
+    admin = create_engine(f"{base}/postgres".replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+
+    def drop():
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return f"{base}/{name}", drop
+
+
+# -- ratios from one run, both sides measured in turn ------------------------------------
+def paired_ratio(of: str, numerators: list[float], denominators: list[float], digits: int = 3) -> dict:
+    """The ratio of two sides measured alternately in one run: one ratio per
+    round (numerator / denominator of that round), their median and their
+    range.  Every ratio a benchmark reports has this shape, so that
+    benchmarks/run.py can list them all in its summary."""
+    pairs = [n / d for n, d in zip(numerators, denominators, strict=True) if d]
+    if not pairs:
+        return {"of": of, "median": None, "min": None, "max": None, "pairs": [], "rounds": 0}
+    return {"of": of, "median": round(statistics.median(pairs), digits), "min": round(min(pairs), digits),
+            "max": round(max(pairs), digits), "pairs": [round(x, digits) for x in pairs], "rounds": len(pairs)}
+
+
+def alternate(sides: list[str], rounds: int) -> list[tuple[int, str]]:
+    """The order in which to measure ``sides`` (two of them) over ``rounds``
+    rounds: A B, B A, A B, ... so that a machine whose other load drifts
+    during the run favours neither side; (round, side) pairs."""
+    out = []
+    for r in range(rounds):
+        order = sides if r % 2 == 0 else list(reversed(sides))
+        out += [(r, s) for s in order]
+    return out
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
