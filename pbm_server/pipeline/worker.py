@@ -48,6 +48,7 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -167,6 +168,8 @@ class Worker(Poller):
         self.in_hand: int | None = None
         #: the mail whose try (inbox.tries) this worker counted last
         self._counted: int | None = None
+        #: the threads that prepare a batch's mails (made at the first batch)
+        self._preparers: ThreadPoolExecutor | None = None
 
     # -- loop ----------------------------------------------------------------
     #: how many of the oldest waiting mails a worker looks at to find one whose
@@ -264,6 +267,9 @@ class Worker(Poller):
         return True
 
     def close(self) -> None:
+        if self._preparers is not None:
+            self._preparers.shutdown()
+            self._preparers = None
         self.routes.close()
 
     def step(self) -> bool:
@@ -347,16 +353,11 @@ class Worker(Poller):
             self.process(inbox_id, held=key)  # alone, counted there (and set aside at the limit)
         preps: list[Prepared] = []
         alone: list[Prepared] = []
-        for inbox_id in fresh:
-            self.in_hand = inbox_id
-            try:
-                with self.db.read() as s:
-                    prep = self._prepare(s, inbox_id)
-            except Exception as exc:
-                self._counted = inbox_id
-                self._failed(inbox_id, exc)
-                continue
-            if prep is not None:
+        for inbox_id, prep, fault in self._prepare_all(fresh):
+            if fault is not None:
+                self.in_hand = self._counted = inbox_id
+                self._failed(inbox_id, fault)
+            elif prep is not None:
                 (alone if prep.actor.is_gm else preps).append(prep)
         if preps:
             self._commit_batch(preps, dict(firsts), started)
@@ -371,6 +372,27 @@ class Worker(Poller):
                     self._log_handled(prep, row, (time.monotonic() - started) * 1000)
             except Exception as exc:
                 self._failed(prep.inbox_id, exc)
+
+    #: threads preparing a batch's mails side by side: the password checks
+    #: (Argon2, about 20 ms of CPU each) release the interpreter lock, so a
+    #: deadline rush of first mails uses every core, not one
+    PREPARE_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+    def _prepare_all(self, ids: list[int]) -> list[tuple[int, Prepared | None, Exception | None]]:
+        """Each mail prepared in a read transaction of its own, side by side
+        on PREPARE_THREADS threads; (id, what was prepared, what it raised)."""
+        def one(inbox_id: int) -> tuple[int, Prepared | None, Exception | None]:
+            try:
+                with self.db.read() as s:
+                    return inbox_id, self._prepare(s, inbox_id), None
+            except Exception as exc:
+                return inbox_id, None, exc
+
+        if len(ids) < 2 or self.PREPARE_THREADS < 2:
+            return [one(i) for i in ids]
+        if self._preparers is None:
+            self._preparers = ThreadPoolExecutor(self.PREPARE_THREADS, thread_name_prefix="prepare")
+        return list(self._preparers.map(one, ids))
 
     def _firsts(self, picked: list[tuple[int, str]]) -> list[tuple[int, str]]:
         """Under the routes' keys: each route's oldest waiting mail (one read)."""
