@@ -286,18 +286,25 @@ class Worker(Poller):
         started = time.monotonic()
         try:
             prep = self.prepare(inbox_id, held)
-            if prep is None:
-                return
-            keys, world = self.locks_for(prep, {held} if held else set())
+        except Exception as exc:
+            self._failed(self.in_hand, exc)
+            return
+        if prep is not None:
+            self._commit_one(prep, {held} if held else set(), started)
+
+    def _commit_one(self, prep: Prepared, held: set[str], started: float) -> None:
+        """A prepared mail's write transaction, on its own."""
+        try:
+            keys, world = self.locks_for(prep, held)
             with self.db.write(keys=keys, world=world) as s:
                 row = self.handle(s, prep)
             self.states.keep()
-            if row is not None:
-                self._log_handled(prep, row, (time.monotonic() - started) * 1000)
         except Exception as exc:
             self._failed(self.in_hand, exc)
             return
         self._db_failures = 0
+        if row is not None:
+            self._log_handled(prep, row, (time.monotonic() - started) * 1000)
 
     def _failed(self, inbox_id: int | None, exc: Exception) -> None:
         """The handling of ``inbox_id`` raised: a database fault leaves it new
@@ -363,15 +370,7 @@ class Worker(Poller):
             self._commit_batch(preps, dict(firsts), started)
         for prep in alone:
             self.in_hand = self._counted = prep.inbox_id
-            try:
-                keys, world = self.locks_for(prep, held)
-                with self.db.write(keys=keys, world=world) as s:
-                    row = self.handle(s, prep)
-                self.states.keep()
-                if row is not None:
-                    self._log_handled(prep, row, (time.monotonic() - started) * 1000)
-            except Exception as exc:
-                self._failed(prep.inbox_id, exc)
+            self._commit_one(prep, held, started)
 
     #: threads preparing a batch's mails side by side: the password checks
     #: (Argon2, about 20 ms of CPU each) release the interpreter lock, so a
