@@ -168,6 +168,8 @@ class Worker(Poller):
         self.in_hand: int | None = None
         #: the mail whose try (inbox.tries) this worker counted last
         self._counted: int | None = None
+        #: the routes given back during this pass (Worker._release)
+        self._released: set[str] = set()
         #: the threads that prepare a batch's mails (made at the first batch)
         self._preparers: ThreadPoolExecutor | None = None
 
@@ -254,6 +256,7 @@ class Worker(Poller):
             if self.settings.gm_address:
                 self.bounces.flush(self.db)
             return False
+        self._released.clear()
         try:
             if len(picked) == 1:
                 self.process(*picked[0])
@@ -261,10 +264,17 @@ class Worker(Poller):
                 self.process_batch(picked)
         finally:
             for _, key in picked:
-                self.routes.release(key)
+                self._release(key)
         if self.on_processed:
             self.on_processed()
         return True
+
+    def _release(self, key: str) -> None:
+        """Give a route back (once: a batch gives its routes back as soon as
+        it committed)."""
+        if key not in self._released:
+            self._released.add(key)
+            self.routes.release(key)
 
     def close(self) -> None:
         if self._preparers is not None:
@@ -365,12 +375,18 @@ class Worker(Poller):
                 self.in_hand = self._counted = inbox_id
                 self._failed(inbox_id, fault)
             elif prep is not None:
-                (alone if prep.actor.is_gm else preps).append(prep)
+                # a GM's mail takes the whole world, and a mail that needs another
+                # game's key (or the server's) waits for it: neither while this
+                # worker holds the routes of a whole batch
+                (alone if prep.actor.is_gm or self.locks_for(prep, held)[0] else preps).append(prep)
+        route_of = dict(firsts)
         if preps:
-            self._commit_batch(preps, dict(firsts), started)
+            self._commit_batch(preps, route_of, started)
+            for prep in preps:
+                self._release(route_of[prep.inbox_id])
         for prep in alone:
             self.in_hand = self._counted = prep.inbox_id
-            self._commit_one(prep, held, started)
+            self._commit_one(prep, {route_of[prep.inbox_id]}, started)
 
     #: threads preparing a batch's mails side by side: the password checks
     #: (Argon2, about 20 ms of CPU each) release the interpreter lock, so a
