@@ -134,7 +134,7 @@ def test_a_kill_inside_a_batch_before_its_commit(pbm_stopped):
     assert "started 2 times" in pbm.sql("SELECT note FROM inbox WHERE id = :i", i=ids[2])[0][0]
     replies = dict(pbm.sql("SELECT inbound_id, count(*) FROM outbox WHERE kind LIKE 'reply%' GROUP BY inbound_id"))
     assert replies == {i: 1 for n, i in enumerate(ids) if n != 2}
-    for n, i in enumerate(ids):
+    for n in range(len(ids)):
         got = pbm.inbox(f"k{n}@example.org")
         assert len(got) == (0 if n == 2 else 1), (n, [m["Subject"] for m in got])
     assert "k2" not in str(pbm.state("k3"))  # the killed mail's JOIN never committed
