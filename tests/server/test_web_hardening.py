@@ -86,7 +86,8 @@ def test_odd_words_in_a_mail_are_refused_per_line_and_the_rest_runs(pbm: PbmServ
     pbm.run_turn("ring1")
     pbm.settle()
     # the mailto form of the link, with a token no link ever had: refused, the next line still runs
-    reply = pbm.text(pbm.mail(ANN, "pbm", "unsubscribe ring1 reports ².x\ngames"))
+    reply = " ".join(pbm.text(pbm.mail(ANN, "pbm", "unsubscribe ring1 reports ².x\ngames")).split())
+    assert "REFUSED (line 1): that unsubscribe link does not work" in reply
     assert "1 game(s) listed below" in reply
     assert "ring1" in reply and not pbm.sql("SELECT * FROM mail_stops")
     reply = " ".join(pbm.text(pbm.mail(ANN, "pbm", "history ring1 ²\nhistory ring1 " + "1" * 23
