@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
+from pbm_server.base.durations import plain_number
 from pbm_server.store.lookup import account_by_handle, server_key
 from pbm_server.store.models import Account
 
@@ -29,6 +30,9 @@ LIFETIME = timedelta(days=120)
 #: what a link may open: a player's own view, or stop one stream of mail
 #: (``stop-reports``, ...; pbm_server/play/streams.py)
 PURPOSE = re.compile(r"^(view|stop-[a-z]{1,16})$")
+#: a token as make() writes it: the expiry (ASCII digits) and the unpadded urlsafe base64 MAC
+#: (24 characters); anything else is refused before any part of it is parsed or compared
+TOKEN = re.compile(r"([0-9]{1,12})\.([A-Za-z0-9_-]{1,40})", re.ASCII)
 
 
 def tied_to_password(purpose: str) -> bool:
@@ -75,11 +79,12 @@ def make(session: Session, account: Account, purpose: str, game: str, now: datet
 def check(session: Session, purpose: str, handle: str, game: str, token: str, now: datetime) -> Account | None:
     """The account a link opens, or None (tampered, expired, for another
     account or game, or signed before the password last changed)."""
-    stamp, _, mac = token.partition(".")
-    if not stamp.isdigit() or len(stamp) > 12 or not mac or len(mac) > 40 or not PURPOSE.match(purpose):
+    whole = TOKEN.fullmatch(token)
+    if whole is None or not PURPOSE.fullmatch(purpose):
         return None
-    expires = int(stamp)
-    if expires < now.timestamp():
+    stamp, mac = whole.groups()
+    expires = plain_number(stamp, 12)
+    if expires is None or expires < now.timestamp():
         return None
     account = account_by_handle(session, handle)
     if account is None:

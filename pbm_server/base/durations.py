@@ -1,10 +1,14 @@
-"""Durations as the GM writes them ("90m", "6h", "2d", "0") and as mails show them."""
+"""Durations as the GM writes them ("90m", "6h", "2d", "0") and as mails show
+them; and plain numbers as a URL or a command word carries them."""
 
 from __future__ import annotations
 
 import re
 
 from pbm_server.base.errors import ServerRefused
+
+#: ASCII digits only: str.isdigit() also takes '²' (which int() refuses) and other scripts' digits
+_PLAIN_NUMBER = re.compile(r"[0-9]+", re.ASCII)
 
 _DURATION = re.compile(r"^(\d+)\s*(m|min|mins|minutes?|h|hours?|d|days?)?$", re.I)
 
@@ -26,3 +30,12 @@ def show_duration(minutes: int) -> str:
     if minutes % 60 == 0:
         return f"{minutes // 60}h"
     return f"{minutes}m"
+
+
+def plain_number(text: str, digits: int = 9) -> int | None:
+    """``text`` as a number when it is ASCII digits 0-9 only, at most
+    ``digits`` of them; None otherwise ('²', '٣', '-1', '1e3', a 23-digit
+    number), so what a URL or a mail carries never reaches int() unchecked."""
+    if len(text) > digits or not _PLAIN_NUMBER.fullmatch(text):
+        return None
+    return int(text)

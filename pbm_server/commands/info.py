@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from games import KINDS, get_rules
 from games.base import Line, Result, Section
+from pbm_server.accounts.links import LIFETIME
 from pbm_server.accounts.service import observed, plays_in, running_games
+from pbm_server.base.durations import plain_number
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.commands.registry import REGISTRY, Audience, ServerContext, command
+from pbm_server.play import streams
 from pbm_server.play.views import history, status
 from pbm_server.store.lookup import account_by_handle, player_count
 from pbm_server.store.models import Account
+
+#: a turn number is at most this long (in a command word or a page's URL: web/app.py)
+TURN_DIGITS = 9
 
 
 def help_rows(audience: Audience) -> list[str]:
@@ -91,6 +97,12 @@ def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
             title, text, _ = ctx.composer.section(sec, g.kind)
             sec = Section(title=title, text=text)
         ctx.sections.append(sec)
+    own = streams.LinkMaker(ctx.session, ctx.settings).own_view(acc, g.name, ctx.now) \
+        if plays_in(g, acc.handle_key) else None
+    if own is not None:  # the reply goes to the player's own address only: the link is theirs
+        ctx.sections.append(Section(title=f"{g.name} on the web", text=(
+            f"Your own view of {g.name} (keep this link to yourself; it stops working when you change\n"
+            f"your password, and after {LIFETIME.days} days):\n{own}")))
     return Result(line, True, f"the state of {g.name} as you see it follows")
 
 
@@ -98,10 +110,14 @@ def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
          ("history NAME [N]", "the report of turn N (default: the last) and the list of turns"))
 def cmd_history(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     acc = ctx.player()
-    if len(words) not in (2, 3) or (len(words) == 3 and not words[2].isdigit()):
+    if len(words) not in (2, 3):
         raise ServerRefused("expected: history NAME [N], e.g. history g1 or history g1 3")
+    number = plain_number(words[2], TURN_DIGITS) if len(words) == 3 else None
+    if len(words) == 3 and number is None:
+        raise ServerRefused(f"{words[2][:20]!r} is not a turn number: N is written in the digits 0-9 "
+                            f"(at most {TURN_DIGITS} of them), e.g. history g1 3")
     g = ctx.game(words[1])
-    msg, sections = history(ctx.session, g, int(words[2]) if len(words) == 3 else None, acc, ctx.is_gm)
+    msg, sections = history(ctx.session, g, number, acc, ctx.is_gm)
     ctx.sections.extend(sections)
     return Result(line, True, msg)
 

@@ -5,8 +5,9 @@ A stream is the mail of one game (or of every game: ``game_id`` None) of one
 kind: its turn reports and notices, its press, its deadline reminders, its
 observer boards.  Mail that must still go never carries the link and is never
 stopped: confirmation and recovery codes, security notices, replies to the
-player's own mail.  A player who stops a game's reports reads them on the web
-(their own view, pbm_server/web/).
+player's own mail.  A player who stops a game's reports still sees the game on
+the web (their own view, pbm_server/web/; the link is in each report and in the
+reply to ``status NAME``) and gets a turn's report by ``history NAME N``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The HTTP side as an ASGI application (Starlette): ``/healthz``,
 ``/metrics`` and the public game pages with their JSON twins and Atom feeds.
 
-Every handler is a plain function: Starlette runs it in its thread pool, so a
-slow database read never stalls the event loop, and the HTTP side runs apart
+Every database read and every page is made in a worker thread (Starlette's
+thread pool), so a slow read never stalls the event loop; the pacing of pages
+(Pacer) waits on the event loop, so pages waiting their turn hold no thread
+and /healthz, /metrics and the links stay prompt.  The HTTP side runs apart
 from the listener and the back ends (running/server.py), so a flood of
 requests never delays mail.  Pages are read-only; they show only what an
 observer may see (web/pages.py).
@@ -10,6 +12,8 @@ observer may see (web/pages.py).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +22,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
 
+import anyio
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
@@ -28,6 +33,7 @@ from starlette.routing import Route
 
 from pbm_server.accounts import links
 from pbm_server.base import clock
+from pbm_server.base.durations import plain_number
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import TEMPLATE_PACKAGE, Composer
 from pbm_server.mail.queues import waiting
@@ -46,16 +52,71 @@ SECURITY_HEADERS = {
 }
 
 
+log = logging.getLogger(__name__)
+
 #: after each page the HTTP side rests this many times the CPU time it took,
 #: and it makes at most PAGES_PER_SECOND pages (mail first: docs/web.md)
 REST_FACTOR = 3.0
 PAGES_PER_SECOND = 100
+#: a turn number in a page's URL has at most this many digits (more: 404)
+TURN_DIGITS = 9
+#: the most an unsubscribe POST may carry: its form is ``List-Unsubscribe=One-Click``
+BODY_LIMIT = 2000
+
+
+class Pacer:
+    """Pages one at a time, each after the rest the one before earned: REST_FACTOR
+    times its CPU time, and at least 1/PAGES_PER_SECOND.  The waiting is done
+    on the event loop (an asyncio lock and sleep), and the page is made in a
+    thread of its own limiter, so a flood of page requests holds none of the
+    thread pool that /healthz, /metrics and the links need."""
+
+    def __init__(self) -> None:
+        self.next_at = 0.0  # when the next page may be made (monotonic seconds)
+        self._lock: asyncio.Lock | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: pages made (not served kept), and requests now waiting for their turn: what tests look at
+        self.made = 0
+        self.waiting = 0
+
+    async def run(self, serve: Callable[[Request], Response], request: Request) -> Response:
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._limiter is None or self._loop is not loop:  # made on the loop that serves
+            self._lock, self._limiter, self._loop = asyncio.Lock(), anyio.CapacityLimiter(1), loop
+        lock, limiter = self._lock, self._limiter
+        self.waiting += 1  # from here until its page is begun
+        try:
+            await lock.acquire()
+        except BaseException:
+            self.waiting -= 1
+            raise
+        try:
+            try:  # re-read after each sleep: whoever set next_at later (a test, a longer rest) is obeyed
+                while (rest := self.next_at - time.monotonic()) > 0:
+                    await asyncio.sleep(min(rest, 1.0))
+            finally:
+                self.waiting -= 1
+            began = time.monotonic()
+            response, took = await anyio.to_thread.run_sync(self._timed, serve, request, limiter=limiter)
+            self.next_at = began + max(took * (1 + REST_FACTOR), 1 / PAGES_PER_SECOND)
+        finally:
+            lock.release()
+        return response
+
+    @staticmethod
+    def _timed(serve: Callable[[Request], Response], request: Request) -> tuple[Response, float]:
+        cpu = time.thread_time()
+        response = serve(request)
+        return response, time.thread_time() - cpu
 
 
 class PageCache:
     """Pages as made for a stamp of what they show (web/pages.py: the game's
-    version, status, turn, deadline): a page is made once per change of its
-    game, however often it is asked for.  Bounded: the oldest go first."""
+    version, status, turn, deadline), kept by their path (a query string
+    changes nothing on a page, so it makes no new one): a page is made once
+    per change of its game, however often it is asked for.  Bounded: the
+    oldest go first."""
 
     SIZE = 512
     #: a page checked against its game this recently is served without asking the database again
@@ -88,6 +149,20 @@ class PageCache:
         return response
 
 
+async def _small_body(request: Request) -> bytes | None:
+    """The request's body, or None when it is over BODY_LIMIT: a Content-Length
+    over it is refused unread, and a body without one is read only that far."""
+    declared = request.headers.get("content-length", "")
+    if declared and (plain_number(declared, 12) is None or int(declared) > BODY_LIMIT):
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > BODY_LIMIT:
+            return None
+    return body
+
+
 def _environment() -> Environment:
     return Environment(loader=PackageLoader(TEMPLATE_PACKAGE, "."),
                        autoescape=select_autoescape(enabled_extensions=("html", "xml"), default_for_string=True),
@@ -117,9 +192,9 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         try:
             with db.read() as s:
                 w = waiting(s)
-        except Exception as exc:  # the database is down, locked or gone: say so, do not crash
-            reason = " ".join(str(exc).split())[:300]
-            return JSONResponse({"status": "unavailable", "database": reason}, status_code=503)
+        except Exception as exc:  # the database is down, locked or gone: say so (its kind only), do not crash
+            log.warning("/healthz: the database does not answer: %s", " ".join(str(exc).split())[:500])
+            return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, status_code=503)
         now = clock.now()
         return JSONResponse({
             "status": "ok",
@@ -136,8 +211,9 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
     def metrics_page(request: Request) -> Response:
         try:
             body = metrics.exposition()
-        except Exception as exc:
-            return PlainTextResponse(f"database unavailable: {' '.join(str(exc).split())[:300]}\n", status_code=503)
+        except Exception as exc:  # its kind only: the text may name hosts, paths or rows
+            log.warning("/metrics: the database does not answer: %s", " ".join(str(exc).split())[:500])
+            return PlainTextResponse(f"database unavailable: {type(exc).__name__}\n", status_code=503)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     def not_found(what: str) -> Response:
@@ -145,24 +221,28 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
 
     cache = PageCache()
     #: pages are made one at a time: a flood of requests waits here, not for the CPU the mail needs
-    modest = threading.Lock()
-    pace = [0.0]  # when the next page may be made (monotonic seconds)
+    pacer = Pacer()
+    #: the feed names the address it is read at: PBM_PUBLIC_URL when set (then a Host header
+    #: makes no new feed), else the address it was asked by
+    public = (settings.public_url.rstrip("/") if settings is not None else "") or None
 
-    def cached(make: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    def feed_base(request: Request) -> str:
+        return public or str(request.base_url).rstrip("/")
+
+    def page_key(request: Request) -> str:
+        """What a kept page is found by: its path (no query string, no host), and
+        for a feed without PBM_PUBLIC_URL the address it names."""
+        path = request.url.path
+        return f"{feed_base(request)}{path}" if path.endswith("/feed.atom") and public is None else path
+
+    def cached(make: Callable[[Request], Response]) -> Callable[[Request], Any]:
         """``make`` runs only when the page's game changed since it last ran."""
 
-        def handler(request: Request) -> Response:
-            with modest:  # one page at a time, each after the rest the one before earned
-                time.sleep(max(0.0, pace[0] - time.monotonic()))
-                cpu, began = time.thread_time(), time.monotonic()
-                try:
-                    return serve(request)
-                finally:  # 3 times the CPU the page took, and at most PAGES_PER_SECOND pages
-                    took = time.thread_time() - cpu
-                    pace[0] = began + max(took * (1 + REST_FACTOR), 1 / PAGES_PER_SECOND)
+        async def handler(request: Request) -> Response:
+            return await pacer.run(serve, request)
 
         def serve(request: Request) -> Response:
-            key = str(request.url)  # the feed names the host it was asked by
+            key = page_key(request)
             fresh = cache.fresh(key)
             if fresh is not None:
                 return fresh
@@ -171,7 +251,11 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
                 stamp = pages.game_stamp(s, name) if name else pages.index_stamp(s)
             if stamp is None:
                 return not_found(f"no game named {name} here")
-            return cache.get(key, stamp) or cache.put(key, stamp, make(request))
+            kept = cache.get(key, stamp)
+            if kept is not None:
+                return kept
+            pacer.made += 1
+            return cache.put(key, stamp, make(request))
 
         return handler
 
@@ -207,9 +291,10 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         name, number = request.path_params["name"], request.path_params["turn"]
         as_json = number.endswith(".json")
         number = number.removesuffix(".json")
-        data = read(pages.turn_page, name, int(number)) if number.isdigit() else None
+        turn_number = plain_number(number, TURN_DIGITS)
+        data = read(pages.turn_page, name, turn_number) if turn_number is not None else None
         if data is None:
-            return not_found(f"{name} has no processed turn {number}")
+            return not_found(f"{name} has no processed turn {number[:20]}")
         if as_json:
             return JSONResponse(data)
         return html("web/turn.html", data, f"/games/{data['name']}/turns/{data['turn']}.json")
@@ -219,7 +304,7 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         data = read(pages.game_page, composer, name, domain) if composer is not None else None
         if data is None:
             return not_found(f"no game named {name} here")
-        base = str(request.base_url).rstrip("/")
+        base = feed_base(request)
         times = [t["processed_at"] for t in data["turns"][-1:]] + [p["sent_at"] for p in data["press"][:1]]
         updated = max(times) if times else datetime(2000, 1, 1, tzinfo=timezone.utc).isoformat()
         body = env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data)
@@ -263,13 +348,23 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
             return info, not_found(f"no stream of mail called {stream}")
         return info, None
 
+    def _checked(s: Any, info: dict[str, Any], token: str) -> tuple[Any, Any] | None:
+        """(game, account) when the link stops this stream of this game, else None."""
+        game = pages.any_game(s, info["game"])
+        account = links.check(s, f"stop-{info['stream']}", info["handle"], info["game"], token, clock.now()) \
+            if game is not None else None
+        return None if game is None or account is None else (game, account)
+
     def _stop(info: dict[str, Any], token: str) -> dict[str, Any] | None:
-        with db.write() as s:
-            game = pages.any_game(s, info["game"])
-            account = links.check(s, f"stop-{info['stream']}", info["handle"], info["game"], token, clock.now()) \
-                if game is not None else None
-            if game is None or account is None:
+        # the link is checked in a read first: a bogus POST never waits for, nor holds, the write lock
+        with db.read() as s:
+            if _checked(s, info, token) is None:
                 return None
+        with db.write() as s:
+            found = _checked(s, info, token)  # again, in the write (the game could have gone meanwhile)
+            if found is None:
+                return None
+            game, account = found
             fresh = streams.stop(s, account.email, info["stream"], game.id, clock.now())
             audit(s, clock.now(), account.handle, "mail stopped", f"{info['stream']} of {game.name} (one click)", game)
         return info | {"done": True, "already": not fresh, "handle": account.handle}
@@ -282,13 +377,19 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
             return refused
         token = request.query_params.get("k", "")
         if request.method == "POST":
-            body = (await request.body())[:2000].decode("latin-1")
-            if parse_qs(body).get("List-Unsubscribe") != ["One-Click"]:
+            body = await _small_body(request)
+            if body is None:
+                return PlainTextResponse(f"the body is too large: a one-click POST is List-Unsubscribe=One-Click "
+                                         f"(at most {BODY_LIMIT} bytes here)\n", status_code=413)
+            if parse_qs(body.decode("latin-1")).get("List-Unsubscribe") != ["One-Click"]:
                 return PlainTextResponse("expected List-Unsubscribe=One-Click (RFC 8058)\n", status_code=400)
             done = await run_in_threadpool(_stop, info, token)
             if done is None:
                 return bad_link(info["game"])
             return html("web/unsubscribe.html", done, f"/games/{info['game']}.json")
+        return await run_in_threadpool(_settings_page, info, token)
+
+    def _settings_page(info: dict[str, Any], token: str) -> Response:
         with db.read() as s:
             ok = links.check(s, f"stop-{info['stream']}", info["handle"], info["game"], token, clock.now())
         if ok is None:
@@ -320,4 +421,5 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
     ])
     #: the counters count from the HTTP side's start (HttpSide.start reads the rows once)
     app.state.metrics = metrics
+    app.state.pacer = pacer
     return app
