@@ -16,6 +16,13 @@ class Poller:
         self.poll_seconds = poll_seconds
         self.wake = threading.Event()
         self._stop = threading.Event()
+        #: a shorter wait after the next idle pass (look_again_in)
+        self._next_wait: float | None = None
+
+    def look_again_in(self, seconds: float) -> None:
+        """After this idle pass, wait at most ``seconds`` (not the whole poll
+        interval): there is work, only not for us yet."""
+        self._next_wait = seconds
 
     def step(self) -> bool | int:
         """One pass; truthy when it did work."""
@@ -32,7 +39,8 @@ class Poller:
                 log.exception("%s pass failed", type(self).__name__)
                 busy = False
             if not busy:
-                self.wake.wait(self.poll_seconds)
+                wait, self._next_wait = self._next_wait, None
+                self.wake.wait(self.poll_seconds if wait is None else min(wait, self.poll_seconds))
                 self.wake.clear()
             elif after_busy is not None:
                 after_busy(cpu_start)

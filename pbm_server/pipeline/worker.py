@@ -178,6 +178,8 @@ class Worker(Poller):
     #: game (route) no other worker is busy with
     LOOK_AHEAD = 256
     FIRST_LOOK = 32
+    #: how soon a worker looks again when every game with waiting mail is taken
+    BUSY_ELSEWHERE_SECONDS = 0.02
 
     def route_key(self, rcpts: list[str]) -> str:
         """What a mail's processing is serialized on: its game's key for a mail
@@ -242,6 +244,11 @@ class Worker(Poller):
                     return picked
             if picked or len(waiting) < self.FIRST_LOOK:
                 break  # that was all there is, or enough to go on with
+        if not picked and tried:
+            # mail waits, but every game of it is in other hands (another
+            # worker's batch, another host's): look again soon, not after
+            # the whole poll interval (nobody wakes us when they are done)
+            self.look_again_in(self.BUSY_ELSEWHERE_SECONDS)
         return picked
 
     def next_id(self) -> int | None:

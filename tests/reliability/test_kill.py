@@ -87,7 +87,7 @@ def run_kill_loop(pbm, kills: int, count: int, rate: float, seed: int) -> dict:
 
 
 def test_sigkill_under_load_once(pbm_stopped):
-    run_kill_loop(pbm_stopped, kills=1, count=150, rate=30, seed=int(os.environ.get("PBM_KILL_SEED", "9")))
+    run_kill_loop(pbm_stopped, kills=1, count=240, rate=30, seed=int(os.environ.get("PBM_KILL_SEED", "9")))
 
 
 @pytest.mark.heavy
