@@ -78,11 +78,13 @@ def _last_orders(session: Session, game: Game, rules: Rules[Any], handles: list[
     if not keys:
         return out
     ran = (InboundMail.seed == seed_hash(game.turn_seed)) if game.turn_seed else InboundMail.seed.is_not(None)
-    rows = session.execute(
-        select(Account.handle_key, func.max(InboundMail.received_at))
-        .join(Account, Account.email == func.lower(InboundMail.mail_from))
-        .where(InboundMail.game_id == game.id, InboundMail.status == "done", ran, Account.handle_key.in_(keys))
-        .group_by(Account.handle_key)).all()
+    # one pass over the game's mails, grouped by sender; then each sender's account
+    sender = func.lower(InboundMail.mail_from)
+    last = (select(sender.label("address"), func.max(InboundMail.received_at).label("at"))
+            .where(InboundMail.game_id == game.id, InboundMail.status == "done", ran)
+            .group_by(sender).subquery())
+    rows = session.execute(select(Account.handle_key, last.c.at).join(last, last.c.address == Account.email)
+                           .where(Account.handle_key.in_(keys))).all()
     for key, at in rows:
         if at is not None:
             out[key] = at
