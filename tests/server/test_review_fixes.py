@@ -182,3 +182,26 @@ def test_a_forged_from_with_bare_words_costs_no_password_hash(pbm: PbmServer):
     assert VERIFIED.knows(stored, PW["ann"])
     echoed = pbm.flat(pbm.mail(addr("ann"), "pbm", f"timezone {PW['ann']}"))
     assert PW["ann"] not in echoed and "****" in echoed, echoed
+
+
+def test_a_from_our_mta_proved_still_has_its_bare_password_checked_and_masked(pbm_stopped: PbmServer):
+    pbm = pbm_stopped
+    pbm.env["PBM_TRUSTED_AUTHSERV_ID"] = "mx.pbm.test"
+    pbm.start()
+    passed = {"Authentication-Results": "mx.pbm.test 1; spf=pass smtp.mailfrom=ann@example.org; "
+                                        "dkim=pass header.d=example.org; dmarc=pass header.from=example.org"}
+    reply = pbm.mail(addr("ann"), "pbm", "register ann " + PW["ann"], subject="register")
+    pbm.secrets.add(PW["ann"])
+    msg = pbm.build(addr("ann"), "pbm", f"confirm {PbmServer.code_in(reply)}", subject="confirm", headers=passed)
+    pbm.send_message(msg)
+    pbm.settle()
+    [stored] = pbm.sql("SELECT password_hash FROM accounts WHERE handle = 'ann'")[0]
+    VERIFIED._entries.clear()
+    msg = pbm.build(addr("ann"), "pbm", f"timezone {PW['ann']} Europe/Berlin", headers=passed)
+    pbm.send_message(msg)
+    pbm.settle()
+    [answer] = pbm.replies_to(msg["Message-ID"])
+    text = pbm.flat(answer)
+    # checked (the cache now knows it) and masked; the other word, not the password, stays as written
+    assert VERIFIED.knows(stored, PW["ann"])
+    assert PW["ann"] not in text and "> timezone **** Europe/Berlin" in text, text
