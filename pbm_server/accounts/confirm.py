@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session
 
 from games.names import name_key
 from pbm_server.accounts import service as accounts
+from pbm_server.play.streams import move_stops
 from pbm_server.store.models import Account, Confirmation
 
 #: Crockford's base 32: no I, L, O or U to misread
@@ -221,6 +222,7 @@ def _move(session: Session, pending: Confirmation, email: str, now: datetime) ->
                                 "nothing was changed")
     old = account.email
     account.email = email
+    move_stops(session, old, email)  # the streams the player stopped stay stopped
     # codes bound to the old address's requests of the account go (a reset code stays where it was mailed)
     session.execute(delete(Confirmation).where(Confirmation.handle == account.handle,
                                                Confirmation.purpose.in_((EMAIL, UNLOCK))))
@@ -255,6 +257,7 @@ def move_back(session: Session, account: Account, email: str) -> None:
     """``account`` returns to ``email`` (an address it left less than 7 days
     ago, proved by a code mailed there): every other open code of the account
     is void (whoever moved it may hold them)."""
+    move_stops(session, account.email, email)
     account.email = email
     session.execute(delete(Confirmation).where(Confirmation.handle == account.handle, Confirmation.purpose != REGISTER))
 

@@ -22,6 +22,7 @@ from pbm_server.accounts.passwords import MIN_PASSWORD, hash_password
 from pbm_server.accounts.throttle import account_key, pair_key
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.settings import Settings
+from pbm_server.play.streams import drop_stops, move_stops
 from pbm_server.store.lookup import account_by_email, account_by_handle, lookalike_refusal
 from pbm_server.store.models import Account, AuthThrottle, Confirmation, Game, Membership, Observer
 
@@ -156,6 +157,7 @@ def move(session: Session, settings: Settings, acc: Account, new: str) -> str:
         raise ServerRefused(f"{new} is registered already (as {other.handle}); one account per address")
     old = acc.email
     acc.email = new
+    move_stops(session, old, new)
     session.execute(delete(Confirmation).where(Confirmation.handle == acc.handle, Confirmation.purpose != "register"))
     return old
 
@@ -168,6 +170,7 @@ def remove(session: Session, acc: Account) -> bool:
         raise ServerRefused(f"{acc.handle} plays in {', '.join(playing)}: take them out first "
                             f"(pbm game remove-player NAME {acc.handle}); nothing was changed")
     session.execute(delete(Observer).where(Observer.account_id == acc.id))
+    drop_stops(session, acc.email)  # the next account at the address starts with every stream
     session.execute(delete(Confirmation).where(Confirmation.handle == acc.handle))
     session.execute(delete(AuthThrottle).where(AuthThrottle.key.in_([account_key(acc.handle), forgot_key(acc.handle)])))
     session.execute(delete(AuthThrottle).where(AuthThrottle.key.startswith(pair_key(acc.handle, ""), autoescape=True)))

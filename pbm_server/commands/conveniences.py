@@ -30,6 +30,11 @@ def cmd_summary(ctx: ServerContext, line: Line, words: list[str]) -> Result:
          ("who NAME", "who plays game NAME, when each last sent orders, and who waits for a seat"))
 def cmd_who(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     g = _one_game(ctx, words, "who g1")
+    # once per game and mail: a mail of many `who` lines of one game reads the roster once
+    if ("who", g.name.lower()) in ctx.once:
+        raise ServerRefused(f"not carried out: 'who {g.name}' was answered by an earlier line of this mail "
+                            "(once per mail is enough)")
+    ctx.once.add(("who", g.name.lower()))
     me = account_by_handle(ctx.session, ctx.handle) if ctx.handle else None
     ctx.sections.append(Section(title=f"{g.name}: who plays", text=roster.who(ctx.session, g, me.timezone if me else None)))
     return Result(line, True, f"the players of {g.name} follow")

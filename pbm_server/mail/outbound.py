@@ -62,6 +62,23 @@ log = logging.getLogger(__name__)
 FAILPOINT_KILL_AFTER_RELAY = "sigkill-after-relay:"
 
 
+def outbox_count(session: Session, kinds: str | tuple[str, ...], since: datetime, *, to_addr: str | None = None,
+                 domain: str | None = None) -> int:
+    """Outbox rows of ``kinds`` made at or after ``since``: to one address,
+    to the addresses of one domain, or to anyone.  The rate limits of mails
+    that proved nothing ask it inside their write transaction, so it reads
+    through the index ix_outbox_kind_created (kind, created_at): only the
+    last hour's rows of those kinds, however large the outbox has grown."""
+    wanted = (kinds,) if isinstance(kinds, str) else kinds
+    q = select(func.count()).select_from(OutboundMail).where(OutboundMail.kind.in_(wanted),
+                                                            OutboundMail.created_at >= since)
+    if to_addr is not None:
+        q = q.where(OutboundMail.to_addr == to_addr)
+    if domain is not None:
+        q = q.where(OutboundMail.to_addr.endswith("@" + domain, autoescape=True))
+    return session.scalar(q) or 0
+
+
 def enqueue(
     session: Session,
     *,
@@ -130,24 +147,6 @@ class Pending(NamedTuple):
 
 #: outbox kind of a reply to a mail that proved no password (PBM_UNAUTHENTICATED_REPLIES_PER_HOUR)
 UNPROVEN_REPLY = "reply-unproven"
-
-
-def replies_sent_since(session: Session, to_addr: str, since: datetime) -> int:
-    return session.scalar(
-        select(func.count())
-        .select_from(OutboundMail)
-        .where(OutboundMail.to_addr == to_addr, OutboundMail.kind.in_(("reply", UNPROVEN_REPLY)),
-               OutboundMail.created_at >= since)
-    ) or 0
-
-
-def unproven_replies_since(session: Session, since: datetime) -> int:
-    """Replies to mails that proved no password, to anyone, since ``since``."""
-    return session.scalar(
-        select(func.count())
-        .select_from(OutboundMail)
-        .where(OutboundMail.kind == UNPROVEN_REPLY, OutboundMail.created_at >= since)
-    ) or 0
 
 
 class PermanentFailure(Exception):

@@ -72,6 +72,9 @@ class Sender:
     throttled: bool = False
     #: why the From address cannot be trusted (Authentication-Results); None: trusted or not checked
     unverified: str | None = None
+    #: our MTA vouched for the From address (PBM_TRUSTED_AUTHSERV_ID and a pass for it):
+    #: only then may words of a mail without $$password$$ be hashed (_password_words)
+    from_proven: bool = False
     notes: list[str] = field(default_factory=list)
 
     def vouch(self, s: Session, routed: Routed) -> Vouched:
@@ -89,34 +92,43 @@ class Sender:
                 acc = account_by_handle(s, words[1])
                 if acc is not None and acc.email == sender:
                     out.verified[(acc.handle_key, words[2])] = self.gate.check(acc, words[2]) == OK
-        out.secrets |= self._password_words(s, routed)
+        found, maybe = self._password_words(s, routed)
+        out.secrets |= found
+        out.echo_secrets |= maybe
         out.notes.extend(self.gate.notes)
         if self.actor.handle:
             out.emails[self.actor.handle] = sender
         return out
 
-    def _password_words(self, s: Session, routed: Routed) -> set[str]:
-        """The words of a mail without a $$password$$ that are the sender's
-        password written without its marks (``pass s3cret``): masked in all
-        the mail causes.  A word is looked up in the cache of passwords
-        verified lately (passwords.VERIFIED: cheap), and at most
-        MAX_WORD_CHECKS words are hashed.  A mail whose password matched
-        needs none of it (its password is masked anyway); one whose password
-        failed runs no line."""
+    def _password_words(self, s: Session, routed: Routed) -> tuple[set[str], set[str]]:
+        """The words of a mail without a $$password$$ that may be the sender's
+        password written without its marks (``pass s3cret``): (those known to
+        be it, masked in all the mail causes; those that may be it, masked in
+        the echo of the sender's refused lines).  A word is looked up in the
+        cache of passwords verified lately (passwords.VERIFIED: cheap).  Only
+        when our MTA proved the From address are at most MAX_WORD_CHECKS words
+        hashed: a From anyone may write would otherwise buy Argon2 work
+        outside the throttle (CredentialGate) with every forged mail; there
+        the likeliest words are masked in the echo unchecked instead (the
+        reply goes to that address, and the mail proved nothing, so its lines
+        did nothing).  A mail whose password matched needs none of it (its
+        password is masked anyway); one whose password failed runs no line."""
         if self.actor.authenticated or self.bad_password or self.throttled or self.actor.handle is None:
-            return set()
+            return set(), set()
         account = credentials_by_email(s, self.actor.email)
         if account is None:
-            return set()
+            return set(), set()
         lines = [*routed.server_lines, *routed.game_lines, *routed.misdirected]
         words = list(dict.fromkeys(w for line in lines for w in line.text.split()[1:]
                                    if len(w) >= MIN_PASSWORD and "$$" not in w))[:MAX_WORDS_LOOKED_UP]
         found = {w for w in words if VERIFIED.knows(account.password_hash, w)}
         if found:
-            return found
-        # a password mostly holds a digit or a sign: such words are hashed first
+            return found, set()
+        # a password mostly holds a digit or a sign: such words are the likeliest
         likely = sorted(words, key=lambda w: w.isalpha())[:MAX_WORD_CHECKS]
-        return {w for w in likely if verify_password(account.password_hash, w)}
+        if not self.from_proven:
+            return set(), set(likely)
+        return {w for w in likely if verify_password(account.password_hash, w)}, set()
 
     def _vouch_command(self, s: Session, cmd: Command, out: Vouched) -> None:
         sender = self.actor.email
@@ -160,7 +172,8 @@ def authenticate(s: Session, db: Database, settings: Settings, mail: IncomingMai
                           unlock_holds=lambda rs, acc, code: confirm.holds(rs, confirm.UNLOCK, acc.email, acc.handle,
                                                                            code, now))
     account = credentials_by_email(s, mail.from_addr)
-    found = Sender(Actor(handle=None, email=mail.from_addr, authenticated=False), gate, unverified=unverified)
+    found = Sender(Actor(handle=None, email=mail.from_addr, authenticated=False), gate, unverified=unverified,
+                   from_proven=bool(settings.trusted_authserv_id) and unverified is None)
     authenticated = False
     if passwords and unverified:
         found.notes.append(f"The sender of this mail could not be verified ({unverified}), so its password "

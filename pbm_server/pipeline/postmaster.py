@@ -22,6 +22,7 @@ from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.headers import clean_text
 from pbm_server.mail.mailtext import IncomingMail, mask_unpaired
+from pbm_server.mail.outbound import outbox_count
 from pbm_server.play.notices import forward_to_gm, tell_gm
 from pbm_server.store.models import InboundMail, OutboundMail
 
@@ -45,14 +46,11 @@ class Row(Protocol):
     def raw(self, s: Session) -> bytes: ...
 
 
-def _forwards_since(s: Session, since: datetime, kind: str) -> int:
-    return s.scalar(select(func.count()).select_from(OutboundMail)
-                    .where(OutboundMail.kind == kind, OutboundMail.created_at > since)) or 0
-
-
 def _not_forwarded_since_last(s: Session) -> int:
     """Mails to postmaster held back since the last one forwarded."""
-    last = s.scalar(select(func.max(OutboundMail.inbound_id)).where(OutboundMail.kind == KIND)) or 0
+    # the newest forward, read through ix_outbox_kind_created rather than every forward ever made
+    last = s.scalar(select(OutboundMail.inbound_id).where(OutboundMail.kind == KIND)
+                    .order_by(OutboundMail.created_at.desc(), OutboundMail.id.desc()).limit(1)) or 0
     return s.scalar(select(func.count()).select_from(InboundMail)
                     .where(InboundMail.id > last, InboundMail.note.like(NOT_FORWARDED + "%"))) or 0
 
@@ -66,8 +64,8 @@ def forward(s: Session, composer: Composer, settings: Settings, row: Row, mail: 
         return "to postmaster: kept here (no PBM_GM_ADDRESS to forward it to)"
     limit = settings.postmaster_forwards_per_hour
     hour_ago = now - timedelta(hours=1)
-    if _forwards_since(s, hour_ago, KIND) >= limit:
-        if not _forwards_since(s, hour_ago, HELD_KIND):
+    if outbox_count(s, KIND, hour_ago) >= limit:
+        if not outbox_count(s, HELD_KIND, hour_ago):
             tell_gm(s, composer, gm, f"Mail to postmaster@{settings.domain} is held back: {limit} were forwarded to "
                     "you in the last hour, the most PBM_POSTMASTER_FORWARDS_PER_HOUR allows",
                     [("the rest", "kept in the inbox, not forwarded (pbm mail status lists them); the next one "

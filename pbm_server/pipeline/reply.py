@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pbm_server.base.settings import Settings
@@ -31,7 +31,7 @@ from pbm_server.mail.bounces import proves_code
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.headers import clean_msgid, clean_msgids, clean_text
 from pbm_server.mail.mailtext import IncomingMail
-from pbm_server.mail.outbound import UNPROVEN_REPLY, enqueue_one
+from pbm_server.mail.outbound import UNPROVEN_REPLY, enqueue_one, outbox_count
 from pbm_server.mail.subjects import reply_subject
 from pbm_server.pipeline.execute import Answer, CommandWork, InboxRow
 from pbm_server.play.notices import tell_gm
@@ -57,19 +57,6 @@ def _first_word(text: str) -> str:
 def carries_code(answer: Answer) -> bool:
     """Does the reply carry a confirmation code (a ``register`` that worked)?"""
     return any(r.ok and _first_word(r.line.text) in CODE_GIVING for r in answer.reply.results)
-
-
-def _replies_since(s: Session, since: datetime, kinds: tuple[str, ...], to_addr: str | None = None,
-                   domain: str | None = None) -> int:
-    """Replies of ``kinds`` made since ``since``: to one address, to the
-    addresses of one domain, or to anyone."""
-    q = select(func.count()).select_from(OutboundMail).where(OutboundMail.kind.in_(kinds),
-                                                            OutboundMail.created_at >= since)
-    if to_addr is not None:
-        q = q.where(OutboundMail.to_addr == to_addr)
-    if domain is not None:
-        q = q.where(OutboundMail.to_addr.endswith("@" + domain, autoescape=True))
-    return s.scalar(q) or 0
 
 
 class Replier:
@@ -116,11 +103,11 @@ class Replier:
         since = now - timedelta(hours=1)
         limit = self.settings.reply_limit_per_hour
         addr = mail.from_addr
-        count = _replies_since(s, since, REPLY_KINDS, to_addr=addr)
+        count = outbox_count(s, REPLY_KINDS, since, to_addr=addr)
         if count >= limit:
             row.note = f"not answered: {count} replies to {addr} in the last hour (limit {limit})"
             return False
-        first_code = code and not _replies_since(s, since, (CODE_REPLY,), to_addr=addr)
+        first_code = code and not outbox_count(s, CODE_REPLY, since, to_addr=addr)
         if not first_code and not self._within_budgets(s, row, addr, since, now):
             return False
         if count == limit - 1:
@@ -134,13 +121,13 @@ class Replier:
         proved nothing; the inbox row says which one it went beyond."""
         domain = addr.rsplit("@", 1)[-1] if "@" in addr else ""
         per_domain = self.settings.unauthenticated_replies_per_domain_per_hour
-        used = _replies_since(s, since, UNPROVEN_KINDS, domain=domain) if domain else 0
+        used = outbox_count(s, UNPROVEN_KINDS, since, domain=domain) if domain else 0
         if used >= per_domain:
             row.note = ((row.note + "; ") if row.note else "") + (
                 f"not answered: {used} replies to addresses at {domain} for mails that proved nothing in the last "
                 f"hour (PBM_UNAUTHENTICATED_REPLIES_PER_DOMAIN_PER_HOUR {per_domain})")
             return False
-        everyone = _replies_since(s, since, UNPROVEN_KINDS)
+        everyone = outbox_count(s, UNPROVEN_KINDS, since)
         budget = self.settings.unauthenticated_replies_per_hour
         if everyone >= budget:
             row.note = ((row.note + "; ") if row.note else "") + (

@@ -25,6 +25,7 @@ from pbm_server.base.localtime import show_time
 from pbm_server.play.gamestate import save_state
 from pbm_server.play.moves import apply_commands
 from pbm_server.play.notices import Mailer
+from pbm_server.play.seeds import seed_hash
 from pbm_server.store.lookup import account_by_handle, audit
 from pbm_server.store.models import Account, Game, InboundMail, Membership, Order, Snapshot, TurnReport, WaitingEntry
 
@@ -58,8 +59,12 @@ def _players(rules: Rules[Any], game: Game) -> list[str]:
 
 
 def _last_orders(session: Session, game: Game, rules: Rules[Any], handles: list[str]) -> dict[str, datetime]:
-    """handle (lower case) -> when they last sent orders (a turn game's held
-    orders; a game without turns: their last mail to the game)."""
+    """handle (lower case) -> when they last sent orders: a turn game's held
+    orders; in a game without turns, their last mail whose lines the game
+    ran (its inbox row carries the game's stream, execute.py), from the
+    address their account has now.  A mail of press only runs nothing in the
+    game and never counts: ``who`` must not date anyone's (anonymous) press.
+    One grouped query either way (the inbox through ix_inbox_game_received)."""
     out: dict[str, datetime] = {}
     if rules.has_turns:
         rows = session.execute(select(Order.handle, func.max(Order.received_at)).where(Order.game_id == game.id)
@@ -69,14 +74,20 @@ def _last_orders(session: Session, game: Game, rules: Rules[Any], handles: list[
             if at is not None and (key not in out or at > out[key]):
                 out[key] = at
         return out
-    for h in handles:
-        acc = account_by_handle(session, h)
-        if acc is None:
-            continue
-        mailed = session.scalar(select(func.max(InboundMail.received_at)).where(
-            InboundMail.game_id == game.id, func.lower(InboundMail.mail_from) == acc.email, InboundMail.status == "done"))
-        if mailed is not None:
-            out[h.lower()] = mailed
+    keys = [h.lower() for h in handles]
+    if not keys:
+        return out
+    ran = (InboundMail.seed == seed_hash(game.turn_seed)) if game.turn_seed else InboundMail.seed.is_not(None)
+    # one pass over the game's mails, grouped by sender; then each sender's account
+    sender = func.lower(InboundMail.mail_from)
+    last = (select(sender.label("address"), func.max(InboundMail.received_at).label("at"))
+            .where(InboundMail.game_id == game.id, InboundMail.status == "done", ran)
+            .group_by(sender).subquery())
+    rows = session.execute(select(Account.handle_key, last.c.at).join(last, last.c.address == Account.email)
+                           .where(Account.handle_key.in_(keys))).all()
+    for key, at in rows:
+        if at is not None:
+            out[key] = at
     return out
 
 
@@ -97,7 +108,7 @@ def who(session: Session, game: Game, tz: str | None) -> str:
         owing = {h.lower() for h in rules.waiting_for(game.state)}
     except Exception:
         owing = set()
-    what = "orders" if rules.has_turns else "a mail to the game"
+    what = "orders" if rules.has_turns else "game mail"
     lines = [f"{rules.title} game {game.name}: {game.status}"
              + (f", {rules.turn_name} {game.turn}" if rules.has_turns else "")
              + (f"; {len(handles)} of {game.seats} seats taken" if game.seats else f"; {len(handles)} players")]

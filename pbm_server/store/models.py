@@ -174,7 +174,9 @@ class InboundMail(Base):
     """Every accepted message, stored before the listener answers 250."""
 
     __tablename__ = "inbox"
-    __table_args__ = (Index("ix_inbox_status_id", "status", "id"), Index("ix_inbox_dedup", "dedup_key"))
+    __table_args__ = (Index("ix_inbox_status_id", "status", "id"), Index("ix_inbox_dedup", "dedup_key"),
+                      # `who NAME` of a game without turns: the game's mails (roster.py)
+                      Index("ix_inbox_game_received", "game_id", "received_at"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     received_at: Mapped[datetime]
@@ -251,6 +253,8 @@ class OutboundMail(Base):
         Index("ix_outbox_status_next", "status", "next_attempt_at"),
         Index("ix_outbox_to_created", "to_addr", "created_at"),
         Index("ix_outbox_message_id", "message_id"),
+        # the rate limits count one kind's rows of the last hour (outbound.outbox_count)
+        Index("ix_outbox_kind_created", "kind", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
