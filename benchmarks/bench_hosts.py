@@ -25,7 +25,7 @@ client; a share is CPU seconds over the burst's wall time (2.0 = both cores).
 Rounds alternate a, b, a, b, ...; each pair gives a ratio b/a.
 
     .venv/bin/python benchmarks/bench_hosts.py --postgres postgresql://postgres@127.0.0.1:5432/test \\
-        [--rounds 3] [--burst 2000] [--warm 3]
+        [--rounds 3] [--burst 2000] [--warm 3] [--forwarder auto|socat|python|unix]
 """
 
 from __future__ import annotations
@@ -85,7 +85,37 @@ def _load(targets: list[netns.HostServe], mails: list, count: int, start: int, t
     return [s for r in results for s in r.sent], sum(r.cpu for r in results), max(r.elapsed for r in results)
 
 
-def one_round(config: str, pg: str, hosts: netns.Hosts, fwd: netns.Forwarder, sink: netns.AddressedSink,
+class _Forwarder(netns.Forwarder):
+    def url(self, db_url: str) -> str:
+        return netns.via(db_url, self.host, self.port)
+
+
+class _UnixSocket:
+    """No forwarder: the hosts reach PostgreSQL through its Unix socket (a
+    file, seen from every network namespace), to show what the forwarder costs."""
+
+    kind = "unix socket"
+
+    def __init__(self, directory: str):
+        self.directory = directory
+
+    def url(self, db_url: str) -> str:
+        from sqlalchemy.engine import make_url
+
+        u = make_url(db_url)
+        return u.set(host=None, port=None, query={**u.query, "host": self.directory}).render_as_string(hide_password=False)
+
+    def cpu(self) -> float:
+        return 0.0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.AddressedSink,
               burst: int, warm: int, tmp: Path) -> dict:
     from benchmarks.bench_backend import setup_orders
 
@@ -95,7 +125,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd: netns.Forwarder, si
         mails = setup_orders(db_url, {f"g{i:02d}": 10 for i in range(20)}, 20)
         mails = [mails[(k % 20) * 20 + k // 20] for k in range(len(mails))]  # the games in turn
         env = {
-            "PBM_DATABASE_URL": netns.via(db_url, hosts.gateway, fwd.port),
+            "PBM_DATABASE_URL": fwd.url(db_url),
             "PBM_DOMAIN": DOMAIN,
             "PBM_RELAY": f"{sink.host}:{sink.port}",
             "PBM_GM_ADDRESS": "gm@example.org",
@@ -176,7 +206,8 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd: netns.Forwarder, si
         drop()
 
 
-def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3) -> dict:
+def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: str = "auto",
+        socket_dir: str = "/var/run/postgresql") -> dict:
     why = netns.missing()
     if why:
         return {"skipped": why}
@@ -184,7 +215,9 @@ def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3) -> dict:
         return {"skipped": "the hosts share one PostgreSQL: give --postgres URL"}
     tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-hosts-"))
     out: list[dict] = []
-    with netns.Hosts(2, tag="bench", net=2) as hosts, netns.Forwarder(hosts.gateway) as fwd:
+    with netns.Hosts(2, tag="bench", net=2) as hosts, (
+            _UnixSocket(socket_dir) if forwarder == "unix"
+            else _Forwarder(hosts.gateway, use_socat=None if forwarder == "auto" else forwarder == "socat")) as fwd:
         sink = netns.AddressedSink(hosts.gateway)
         try:
             for r in range(rounds):
@@ -217,5 +250,9 @@ if __name__ == "__main__":
     ap.add_argument("--rounds", type=int, default=3, help="pairs of rounds (a then b)")
     ap.add_argument("--burst", type=int, default=2000)
     ap.add_argument("--warm", type=int, default=3, help="warm-up: mails from every player, this many each")
+    ap.add_argument("--forwarder", choices=("auto", "socat", "python", "unix"), default="auto",
+                    help="how the hosts reach PostgreSQL: a TCP forwarder (auto: socat if installed, else Python), "
+                         "or its Unix socket (no forwarder, to see what one costs)")
+    ap.add_argument("--socket-dir", default="/var/run/postgresql", help="PostgreSQL's socket directory (--forwarder unix)")
     a = ap.parse_args()
-    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm), indent=2))
+    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm, a.forwarder, a.socket_dir), indent=2))
