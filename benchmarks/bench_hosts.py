@@ -115,8 +115,24 @@ class _UnixSocket:
         pass
 
 
+def _profile(pids: dict[str, int], folder: Path) -> list:
+    """py-spy (if installed) sampling each of ``pids`` (name -> pid) into
+    FOLDER/NAME.txt (collapsed stacks) until the returned processes get SIGINT."""
+    import shutil
+    import subprocess
+
+    here = Path(sys.executable).parent / "py-spy"
+    spy = shutil.which("py-spy") or (str(here) if here.exists() else None)
+    if spy is None:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--nonblocking",
+                              "--output", str(folder / f"{name}.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name, pid in pids.items()]
+
+
 def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.AddressedSink,
-              burst: int, warm: int, tmp: Path) -> dict:
+              burst: int, warm: int, tmp: Path, profile: Path | None = None) -> dict:
     from benchmarks.bench_backend import setup_orders
 
     db_url, drop = fresh_database(tmp, pg)
@@ -159,9 +175,20 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
             "forwarder": fwd.cpu(),
             "sink": netns.tree_cpu(sink.proc.pid),
         }
+        spies = []
+        if profile is not None:
+            named = {}
+            for i, (lp, bps) in host_pids.items():
+                named[f"host{i}-listener"] = lp
+                named.update({f"host{i}-back-end{k}": p for k, p in enumerate(bps)})
+            spies = _profile(named, profile)
         sent, client_cpu, _ = _load(targets, mails, burst, 1_000_000, f"burst{config}")
         acc = {s.message_id: s for s in sent if s.code == 250}
         got = _replies(sink, set(acc), 900)
+        for spy in spies:
+            spy.send_signal(2)
+        for spy in spies:
+            spy.wait(60)
         first = min(s.t_start for s in sent)
         span = max(got.values()) - first
         # the CPU of the burst, read once its last reply is in
@@ -192,7 +219,9 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
             "seconds": round(span, 2),
             "cpu_ms_per_mail": {
                 **{f"host{i}": {"listener": ms(lc), "back_ends": ms(bc), "total": ms(lc + bc)} for i, (lc, bc) in hosts_cpu.items()},
+                "hosts": ms(sum(lc + bc for lc, bc in hosts_cpu.values())),
                 "postgresql": ms(pg_cpu), "forwarder": ms(fwd_cpu), "sink": ms(sink_cpu), "load_client": ms(client_cpu),
+                "all": ms(sum(lc + bc for lc, bc in hosts_cpu.values()) + pg_cpu + fwd_cpu + sink_cpu + client_cpu),
             },
             "cpu_share": {
                 **{f"host{i}": share(lc + bc) for i, (lc, bc) in hosts_cpu.items()},
@@ -207,7 +236,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
 
 
 def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: str = "auto",
-        socket_dir: str = "/var/run/postgresql") -> dict:
+        socket_dir: str = "/var/run/postgresql", profile: str | None = None) -> dict:
     why = netns.missing()
     if why:
         return {"skipped": why}
@@ -223,7 +252,9 @@ def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: s
             for r in range(rounds):
                 for config in ("a", "b"):
                     print(f"hosts: round {r + 1}, {config} ...", file=sys.stderr, flush=True)
-                    out.append(dict(one_round(config, pg, hosts, fwd, sink, burst, warm, tmp / f"r{r}{config}"), round=r + 1))
+                    prof = Path(profile) / f"r{r + 1}{config}" if profile else None
+                    out.append(dict(one_round(config, pg, hosts, fwd, sink, burst, warm, tmp / f"r{r}{config}", prof),
+                                    round=r + 1))
         finally:
             sink.stop()
     a = [x["mails_per_second"] for x in out if x["config"] == "a"]
@@ -254,5 +285,8 @@ if __name__ == "__main__":
                     help="how the hosts reach PostgreSQL: a TCP forwarder (auto: socat if installed, else Python), "
                          "or its Unix socket (no forwarder, to see what one costs)")
     ap.add_argument("--socket-dir", default="/var/run/postgresql", help="PostgreSQL's socket directory (--forwarder unix)")
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="sample each host's processes with py-spy during the burst (collapsed stacks in DIR; "
+                         "the sampling costs CPU: not for figures)")
     a = ap.parse_args()
-    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm, a.forwarder, a.socket_dir), indent=2))
+    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm, a.forwarder, a.socket_dir, a.profile), indent=2))
