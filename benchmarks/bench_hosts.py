@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -63,10 +65,25 @@ def _pg_backends(db_url: str) -> list[int]:
         admin.dispose()
 
 
+def _pg_transactions(db_url: str) -> int:
+    """Transactions committed and rolled back in the database of ``db_url``
+    (pg_stat_database; a statement in autocommit counts one, as a read
+    transaction rolled back does)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    admin = create_engine(url.set(drivername="postgresql+psycopg", database="postgres"))
+    try:
+        with admin.connect() as c:
+            return int(c.execute(text("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = :d"),
+                                 {"d": url.database}).scalar() or 0)
+    finally:
+        admin.dispose()
+
+
 def _own_cpu(pid: int) -> float:
     """utime + stime of one process (0 if it is gone)."""
-    import os
-
     try:
         f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
@@ -116,7 +133,7 @@ class _UnixSocket:
 
 
 def _profile(pids: dict[str, int], folder: Path) -> list:
-    """py-spy (if installed) sampling each of ``pids`` (name -> pid) into
+    """py-spy (if installed) sampling each of ``pids`` (name -> pid), idle threads too, into
     FOLDER/NAME.txt (collapsed stacks) until the returned processes get SIGINT."""
     import shutil
     import subprocess
@@ -126,13 +143,13 @@ def _profile(pids: dict[str, int], folder: Path) -> list:
     if spy is None:
         return []
     folder.mkdir(parents=True, exist_ok=True)
-    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--nonblocking",
+    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--nonblocking", "--idle",
                               "--output", str(folder / f"{name}.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for name, pid in pids.items()]
 
 
 def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.AddressedSink,
-              burst: int, warm: int, tmp: Path, profile: Path | None = None) -> dict:
+              burst: int, warm: int, tmp: Path, profile: Path | None = None, workers: int = 1) -> dict:
     from benchmarks.bench_backend import setup_orders
 
     db_url, drop = fresh_database(tmp, pg)
@@ -151,6 +168,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
             "PBM_UNAUTHENTICATED_REPLIES_PER_HOUR": "1000000",
             "PBM_SMTP_MAX_SESSIONS_PER_CLIENT": "1000",
             "PBM_SMTP_MAX_SESSIONS": "2000",
+            "PBM_WORKERS": str(workers),
         }
         count = 1 if config == "a" else 2
         for i in range(count):
@@ -169,6 +187,8 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
 
         host_pids = {s.index: (s.proc.pid, [p for p in s.pids() if p != s.proc.pid]) for s in serves}
         pg_pids = _pg_backends(db_url)
+        time.sleep(1.2)  # PostgreSQL's back ends report their counts at most once a second
+        xacts0 = _pg_transactions(db_url)
         cpu0 = {
             "hosts": {i: (_own_cpu(lp), sum(_own_cpu(p) for p in bps)) for i, (lp, bps) in host_pids.items()},
             "postgresql": {p: _own_cpu(p) for p in pg_pids},
@@ -182,6 +202,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
                 named[f"host{i}-listener"] = lp
                 named.update({f"host{i}-back-end{k}": p for k, p in enumerate(bps)})
             spies = _profile(named, profile)
+        load_before = os.getloadavg()[0]
         sent, client_cpu, _ = _load(targets, mails, burst, 1_000_000, f"burst{config}")
         acc = {s.message_id: s for s in sent if s.code == 250}
         got = _replies(sink, set(acc), 900)
@@ -200,6 +221,8 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
         pg_cpu = sum(_own_cpu(p) - cpu0["postgresql"].get(p, 0.0) for p in set(pg_pids) | set(pg_now))
         fwd_cpu = fwd.cpu() - cpu0["forwarder"]
         sink_cpu = netns.tree_cpu(sink.proc.pid) - cpu0["sink"]
+        time.sleep(1.2)
+        xacts = _pg_transactions(db_url) - xacts0
         n = max(len(got), 1)
 
         def ms(sec: float) -> float:
@@ -210,6 +233,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
 
         return {
             "config": config,
+            "load_average_before": round(load_before, 2),
             "hosts": count,
             "back_ends_per_host": [len(bps) for _, bps in host_pids.values()],
             "burst_mails": burst,
@@ -217,6 +241,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
             "replied": len(got),
             "mails_per_second": round(len(got) / span, 1),
             "seconds": round(span, 2),
+            "postgresql_transactions_per_mail": round(xacts / max(len(got), 1), 1),
             "cpu_ms_per_mail": {
                 **{f"host{i}": {"listener": ms(lc), "back_ends": ms(bc), "total": ms(lc + bc)} for i, (lc, bc) in hosts_cpu.items()},
                 "hosts": ms(sum(lc + bc for lc, bc in hosts_cpu.values())),
@@ -236,7 +261,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
 
 
 def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: str = "auto",
-        socket_dir: str = "/var/run/postgresql", profile: str | None = None) -> dict:
+        socket_dir: str = "/var/run/postgresql", profile: str | None = None, workers: int = 1) -> dict:
     why = netns.missing()
     if why:
         return {"skipped": why}
@@ -253,19 +278,20 @@ def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: s
                 for config in ("a", "b"):
                     print(f"hosts: round {r + 1}, {config} ...", file=sys.stderr, flush=True)
                     prof = Path(profile) / f"r{r + 1}{config}" if profile else None
-                    out.append(dict(one_round(config, pg, hosts, fwd, sink, burst, warm, tmp / f"r{r}{config}", prof),
+                    out.append(dict(one_round(config, pg, hosts, fwd, sink, burst, warm, tmp / f"r{r}{config}", prof,
+                                              workers),
                                     round=r + 1))
         finally:
             sink.stop()
     a = [x["mails_per_second"] for x in out if x["config"] == "a"]
     b = [x["mails_per_second"] for x in out if x["config"] == "b"]
     ratios = [round(y / x, 2) for x, y in zip(a, b, strict=True)]
-    import os
 
     return {
         "database": "postgresql",
         "mails": "order mails with $$password$$ into 20 giveaway games of 10 (200 players)",
         "forwarder": fwd.kind,
+        "workers_per_back_end": workers,
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "a_one_host_one_core_mails_per_second": a,
         "b_two_hosts_two_cores_mails_per_second": b,
@@ -288,5 +314,6 @@ if __name__ == "__main__":
     ap.add_argument("--profile", default=None, metavar="DIR",
                     help="sample each host's processes with py-spy during the burst (collapsed stacks in DIR; "
                          "the sampling costs CPU: not for figures)")
+    ap.add_argument("--workers", type=int, default=1, help="PBM_WORKERS: worker threads in each back end (default 1)")
     a = ap.parse_args()
-    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm, a.forwarder, a.socket_dir, a.profile), indent=2))
+    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm, a.forwarder, a.socket_dir, a.profile, a.workers), indent=2))
