@@ -409,6 +409,7 @@ def test_one_host_killed_mid_burst_loses_nothing(tmp_path):
         claimed_by = dict(site.db.sql("SELECT message_id, claimed_by FROM outbox"))
         assert all(claimed_by[m] is None or not claimed_by[m].startswith(identity) for m in claimed_at_kill)
         assert survivor.running, site.logs()
+        assert not site.db.leaked_secrets()
         print(f"\nhosts kill: {len(acked)} acknowledged ({collections.Counter(acked.values())} by host), "
               f"{len(new_at_kill)} waiting and {len(claimed_at_kill)} replies claimed by the killed host at the kill, "
               f"{len(twice)} sent twice")
