@@ -138,6 +138,14 @@ def _turns(o: Options, pg: str | None) -> dict:
     return {"turns": _timed(bench_turns.run, players=100 if o.quick else None)}
 
 
+@part("hosts", "two namespaced hosts, a core each, vs one host on one core, one PostgreSQL (root; --postgres)")
+def _hosts(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_hosts
+
+    kw = dict(burst=400, warm=1) if o.quick else {}
+    return {"hosts": _timed(bench_hosts.run, pg=o.postgres, rounds=o.r(3), **kw)}
+
+
 def _game(game: str, o: Options, pg: str | None) -> dict:
     try:
         mod = importlib.import_module(f"benchmarks.bench_{game}")
