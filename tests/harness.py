@@ -443,6 +443,14 @@ class PbmServer:
             args += ["--deadline", deadline]
         return self.cli(*args)
 
+    def game_of_three(self, game: str = "ring1") -> None:
+        """A giveaway game that ann, bob and cat have joined by mail, each
+        registered by mail with the password ``<handle>-pass-1``."""
+        self.cli("game", "new", "giveaway", game)
+        for handle in ("ann", "bob", "cat"):
+            self.register(handle, f"{handle}-pass-1")
+            self.mail(f"{handle}@example.org", game, f"JOIN\n$${handle}-pass-1$$")
+
     def run_turn(self, name: str, *extra: str):
         proc = self.cli("turn", "run", name, *extra)
         self.settle()
@@ -480,15 +488,19 @@ class PbmServer:
     def replies_to(self, message_id: str) -> list[EmailMessage]:
         return [m for _, m in self.sink.all() if m.get("In-Reply-To") == message_id]
 
-    def mail(self, frm: str, to: str, body: str, subject: str = "orders", timeout: float = 30) -> EmailMessage:
-        mid = self.send(frm, to, body, subject)
+    def reply_to(self, message_id: str, timeout: float = 30) -> EmailMessage:
+        """The first reply to the mail ``message_id``, once the relay has it."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            found = self.replies_to(mid)
+            found = self.replies_to(message_id)
             if found:
                 return found[0]
             time.sleep(0.05)
-        raise AssertionError(f"no reply to {mid} from {frm} within {timeout}s; serve.log:\n" + self.serve_log()[-3000:])
+        raise AssertionError(f"no reply to {message_id} within {timeout}s; serve.log:\n" + self.serve_log()[-3000:])
+
+    def mail(self, frm: str, to: str, body: str, subject: str = "orders", timeout: float = 30) -> EmailMessage:
+        """Send a mail from ``frm``; its reply."""
+        return self.reply_to(self.send(frm, to, body, subject), timeout)
 
     def register(self, handle: str, password: str, email: str | None = None) -> str:
         """An account as a player makes one: register, then confirm with the
@@ -502,6 +514,12 @@ class PbmServer:
         confirmed = self.confirm(email, reply)
         assert "registered as" in self.text(confirmed), self.text(confirmed)
         return email
+
+    @staticmethod
+    def unsubscribe_links(msg: EmailMessage) -> tuple[str, str]:
+        """The https and mailto links of a mail's List-Unsubscribe, in that order."""
+        https, mailto = re.findall(r"<([^>]+)>", " ".join(str(msg["List-Unsubscribe"]).split()))
+        return https, mailto
 
     @classmethod
     def code_in(cls, reply: EmailMessage) -> str:
