@@ -3,12 +3,27 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests import harness
 from tests.harness import PbmServer
 
 
 def in_own_process(request) -> bool:
     """Tests marked ``process`` get `pbm serve` and the CLI as subprocesses."""
     return request.node.get_closest_marker("process") is not None
+
+
+@pytest.fixture(autouse=True)
+def _nodb_guard(request):
+    """A test marked ``nodb`` (.ci/run leaves it out of the PostgreSQL pass)
+    fails if it makes a test database after all."""
+    if request.node.get_closest_marker("nodb") is None:
+        yield
+        return
+    harness.nodb_test = request.node.nodeid
+    try:
+        yield
+    finally:
+        harness.nodb_test = None
 
 
 @contextmanager

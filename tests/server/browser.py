@@ -17,9 +17,9 @@ DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WIDTHS = (1280, 375)
 
 
-@pytest.fixture
-def browser():
-    """A headless Chromium at 1280 x 900, quit after the test."""
+@pytest.fixture(scope="session")
+def _chromium():
+    """One headless Chromium for the session (each start costs seconds of CPU)."""
     if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
         pytest.skip("Chromium and its driver are absent (install them with .ci/chromium-install)")
     webdriver = pytest.importorskip("selenium.webdriver")
@@ -34,6 +34,18 @@ def browser():
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(_chromium):
+    """The session's Chromium as a fresh one is: a blank page at 1280 x 900, no
+    cookies or stored data left by an earlier test."""
+    _chromium.get("about:blank")
+    _chromium.delete_all_cookies()
+    _chromium.set_window_size(1280, 900)
+    yield _chromium
+    _chromium.get("about:blank")  # leave no page of this test's server open
+    _chromium.delete_all_cookies()
 
 
 @pytest.fixture
