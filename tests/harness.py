@@ -173,6 +173,7 @@ class Sink:
         self.controller = None
         #: the In-Reply-To of each mail received so far, by its place in handler.messages
         self._in_reply_to: list[str | None] = []
+        self._indexed: SinkHandler | None = None
         self._index_lock = threading.Lock()
 
     def start(self):
@@ -200,6 +201,8 @@ class Sink:
         """The mails whose In-Reply-To is ``message_id``."""
         items = self.raw()
         with self._index_lock:
+            if self._indexed is not self.handler:  # a test gave the sink another handler
+                self._indexed, self._in_reply_to = self.handler, []
             for _, raw in items[len(self._in_reply_to):]:
                 value = BytesParser(policy=policy.default).parsebytes(raw, headersonly=True).get("In-Reply-To")
                 self._in_reply_to.append(None if value is None else str(value))
