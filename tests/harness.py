@@ -49,6 +49,8 @@ _template: dict[str, str] = {}
 _template_lock = threading.Lock()
 #: the CLI in-process changes the working directory and os.environ: one call at a time
 _cli_lock = threading.RLock()
+#: the test running now when it is marked ``nodb`` (it may make no test database)
+nodb_test: str | None = None
 
 
 def _pg(url: str) -> str:
@@ -125,7 +127,7 @@ def wait_until(cond, timeout: float = 30.0, what: str = "the condition") -> None
     while time.monotonic() < deadline:
         if cond():
             return
-        time.sleep(0.05)
+        time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -141,6 +143,8 @@ class SinkHandler:
         #: the envelope sender (MAIL FROM) of each of ``messages``
         self.senders: list[str] = []
         self.lock = threading.Lock()
+        #: notified with ``lock`` held whenever a mail arrives (waiting tests wake at once)
+        self.arrived = threading.Condition(self.lock)
         #: None: accept; otherwise the status line to answer DATA with
         self.refuse_with: str | None = None
 
@@ -150,16 +154,27 @@ class SinkHandler:
         with self.lock:
             self.messages.append(([r.lower() for r in envelope.rcpt_tos], envelope.original_content or envelope.content))
             self.senders.append(envelope.mail_from or "")
+            self.arrived.notify_all()
         return "250 OK"
 
 
+def _parse(raw: bytes) -> EmailMessage:
+    return BytesParser(policy=policy.default).parsebytes(raw)
+
+
 class Sink:
-    """The relay: a real SMTP server that keeps what it receives."""
+    """The relay: a real SMTP server that keeps what it receives.  Each call
+    gives freshly parsed messages (a test may change what it gets); what
+    only filters (recipients, In-Reply-To) reads the raw mail, once."""
 
     def __init__(self, port: int | None = None):
         self.port = port or free_port()
         self.handler = SinkHandler()
         self.controller = None
+        #: the In-Reply-To of each mail received so far, by its place in handler.messages
+        self._in_reply_to: list[str | None] = []
+        self._indexed: SinkHandler | None = None
+        self._index_lock = threading.Lock()
 
     def start(self):
         self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
@@ -170,10 +185,39 @@ class Sink:
             self.controller.stop()
             self.controller = None
 
-    def all(self) -> list[tuple[list[str], EmailMessage]]:
+    def raw(self) -> list[tuple[list[str], bytes]]:
         with self.handler.lock:
-            items = list(self.handler.messages)
-        return [(rcpts, BytesParser(policy=policy.default).parsebytes(raw)) for rcpts, raw in items]
+            return list(self.handler.messages)
+
+    def all(self) -> list[tuple[list[str], EmailMessage]]:
+        return [(rcpts, _parse(raw)) for rcpts, raw in self.raw()]
+
+    def to(self, addr: str) -> list[EmailMessage]:
+        """The mails ``addr`` is a recipient of, in the order they came."""
+        addr = addr.lower()
+        return [_parse(raw) for rcpts, raw in self.raw() if addr in rcpts]
+
+    def replies_to(self, message_id: str) -> list[EmailMessage]:
+        """The mails whose In-Reply-To is ``message_id``."""
+        items = self.raw()
+        with self._index_lock:
+            if self._indexed is not self.handler:  # a test gave the sink another handler
+                self._indexed, self._in_reply_to = self.handler, []
+            for _, raw in items[len(self._in_reply_to):]:
+                value = BytesParser(policy=policy.default).parsebytes(raw, headersonly=True).get("In-Reply-To")
+                self._in_reply_to.append(None if value is None else str(value))
+            found = [i for i, value in enumerate(self._in_reply_to[: len(items)]) if value == message_id]
+        return [_parse(items[i][1]) for i in found]
+
+    def wait(self, seen: int, timeout: float) -> None:
+        """Until more than ``seen`` mails have come, or ``timeout`` seconds."""
+        with self.handler.lock:
+            if len(self.handler.messages) <= seen:
+                self.handler.arrived.wait(timeout)
+
+    def count(self) -> int:
+        with self.handler.lock:
+            return len(self.handler.messages)
 
     def return_path(self, message_id: str) -> str:
         """The envelope sender the relay was given for the mail ``message_id``."""
@@ -232,6 +276,8 @@ class PbmServer:
 
     # -- database -------------------------------------------------------------
     def _database(self) -> tuple[str, callable]:
+        if nodb_test is not None:
+            raise AssertionError(f"{nodb_test} is marked nodb (run in the SQLite pass only) but makes a test database")
         base = os.environ.get("PBM_TEST_DATABASE_URL")
         if not base:
             path = self.tmp / "pbm.db"
@@ -443,6 +489,14 @@ class PbmServer:
             args += ["--deadline", deadline]
         return self.cli(*args)
 
+    def game_of_three(self, game: str = "ring1") -> None:
+        """A giveaway game that ann, bob and cat have joined by mail, each
+        registered by mail with the password ``<handle>-pass-1``."""
+        self.cli("game", "new", "giveaway", game)
+        for handle in ("ann", "bob", "cat"):
+            self.register(handle, f"{handle}-pass-1")
+            self.mail(f"{handle}@example.org", game, f"JOIN\n$${handle}-pass-1$$")
+
     def run_turn(self, name: str, *extra: str):
         proc = self.cli("turn", "run", name, *extra)
         self.settle()
@@ -478,17 +532,23 @@ class PbmServer:
         return self.send_message(self.build(frm, to, body, subject, headers))
 
     def replies_to(self, message_id: str) -> list[EmailMessage]:
-        return [m for _, m in self.sink.all() if m.get("In-Reply-To") == message_id]
+        return self.sink.replies_to(message_id)
 
-    def mail(self, frm: str, to: str, body: str, subject: str = "orders", timeout: float = 30) -> EmailMessage:
-        mid = self.send(frm, to, body, subject)
+    def reply_to(self, message_id: str, timeout: float = 30) -> EmailMessage:
+        """The first reply to the mail ``message_id``, once the relay has it
+        (woken by each mail the relay receives)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            found = self.replies_to(mid)
+            seen = self.sink.count()
+            found = self.replies_to(message_id)
             if found:
                 return found[0]
-            time.sleep(0.05)
-        raise AssertionError(f"no reply to {mid} from {frm} within {timeout}s; serve.log:\n" + self.serve_log()[-3000:])
+            self.sink.wait(seen, min(0.5, max(0.0, deadline - time.monotonic())))
+        raise AssertionError(f"no reply to {message_id} within {timeout}s; serve.log:\n" + self.serve_log()[-3000:])
+
+    def mail(self, frm: str, to: str, body: str, subject: str = "orders", timeout: float = 30) -> EmailMessage:
+        """Send a mail from ``frm``; its reply."""
+        return self.reply_to(self.send(frm, to, body, subject), timeout)
 
     def register(self, handle: str, password: str, email: str | None = None) -> str:
         """An account as a player makes one: register, then confirm with the
@@ -503,6 +563,12 @@ class PbmServer:
         assert "registered as" in self.text(confirmed), self.text(confirmed)
         return email
 
+    @staticmethod
+    def unsubscribe_links(msg: EmailMessage) -> tuple[str, str]:
+        """The https and mailto links of a mail's List-Unsubscribe, in that order."""
+        https, mailto = re.findall(r"<([^>]+)>", " ".join(str(msg["List-Unsubscribe"]).split()))
+        return https, mailto
+
     @classmethod
     def code_in(cls, reply: EmailMessage) -> str:
         """The confirmation code a register reply carries."""
@@ -514,19 +580,20 @@ class PbmServer:
         return self.mail(email, "pbm", f"confirm {self.code_in(reply)}", subject="confirm")
 
     def inbox(self, addr: str) -> list[EmailMessage]:
-        addr = addr.lower()
-        return [m for rcpts, m in self.sink.all() if addr in rcpts]
+        return self.sink.to(addr)
 
     def all_sent(self) -> list[EmailMessage]:
         return [m for _, m in self.sink.all()]
 
     def wait_for(self, addr: str, count: int, timeout: float = 30) -> list[EmailMessage]:
+        """At least ``count`` mails to ``addr`` (woken by each mail the relay receives)."""
         deadline = time.monotonic() + timeout
+        addr = addr.lower()
         while time.monotonic() < deadline:
-            got = self.inbox(addr)
-            if len(got) >= count:
-                return got
-            time.sleep(0.05)
+            seen = self.sink.count()
+            if sum(addr in rcpts for rcpts, _ in self.sink.raw()) >= count:
+                return self.inbox(addr)
+            self.sink.wait(seen, min(0.5, max(0.0, deadline - time.monotonic())))
         raise AssertionError(f"{addr} has {len(self.inbox(addr))} mails, expected {count}; serve.log:\n" + self.serve_log()[-3000:])
 
     def settle(self, timeout: float = 30):
@@ -537,7 +604,7 @@ class PbmServer:
             pending = self.sql("SELECT count(*) FROM outbox WHERE status = 'pending'")[0][0]
             if not new and not pending:
                 return
-            time.sleep(0.05)
+            time.sleep(0.01)
         raise AssertionError("the server did not settle; serve.log:\n" + self.serve_log()[-3000:])
 
     def serve_log(self) -> str:

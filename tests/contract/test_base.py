@@ -11,6 +11,9 @@ import pytest
 from games.base import Command, Context, GameError, Line, Mail, Option, Outcome, Refused, Rules, State, choice
 from tests.games.driver import Table
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 
 @dataclass
 class EchoMail(Mail):

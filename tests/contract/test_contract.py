@@ -25,6 +25,9 @@ from games.scenario import Probe
 from tests.contract.games import CONTRACT_KINDS, TEST_ONLY, MissingScenario, play, rules_of, scenario_of
 from tests.games.driver import Table, check_commands, lines, password, render_all, section_texts
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES_DIR = Path(games.__file__).resolve().parent
 SHAPE = ("__init__.py", "rules.py", "parse.py", "state.py", "view.py", "help.py", "scenario.py")

@@ -58,10 +58,11 @@ class Table:
     def wait_mails(self, who: str, containing: str, count: int = 1, timeout: float = 30) -> list:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            seen = self.pbm.sink.count()
             got = self.mails(who, containing)
             if len(got) >= count:
                 return got
-            time.sleep(0.05)
+            self.pbm.sink.wait(seen, min(0.5, max(0.0, end - time.monotonic())))
         raise AssertionError(f"{who} got {len(self.mails(who, containing))} mails with {containing!r}, expected {count}:\n"
                              + "\n".join(str(m["Subject"]) for m in self.pbm.inbox(f'{who}@example.org'))
                              + "\n" + self.pbm.serve_log()[-3000:])

@@ -25,6 +25,9 @@ from games.sequence.model import (
     pieces_from_email,
 )
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 
 def flat(text: str) -> str:
     return " ".join(text.split())

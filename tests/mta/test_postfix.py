@@ -32,6 +32,8 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from email import policy
 from email.message import EmailMessage
@@ -301,26 +303,28 @@ def start_both(base: Path, path: str, process: bool = False, submit_options: str
     return pbm, postfix
 
 
-@pytest.fixture
-def smtp_path(base):
-    pbm, postfix = start_both(base, "smtp")
+@contextmanager
+def running(pbm: PbmServer, postfix: Postfix, *without: str) -> Iterator[tuple[PbmServer, Postfix]]:
+    """The server started (without the parts named) for the time of the
+    block; then the server closed and Postfix stopped, whatever happened."""
     try:
-        pbm.start()
+        pbm.start(*without)
         yield pbm, postfix
     finally:
         pbm.close()
         postfix.stop()
+
+
+@pytest.fixture
+def smtp_path(base):
+    with running(*start_both(base, "smtp")) as both:
+        yield both
 
 
 @pytest.fixture
 def pipe_path(base):
-    pbm, postfix = start_both(base, "pipe")
-    try:
-        pbm.start("listener")
-        yield pbm, postfix
-    finally:
-        pbm.close()
-        postfix.stop()
+    with running(*start_both(base, "pipe"), "listener") as both:
+        yield both
 
 
 def assert_bounce_comes_back(pbm: PbmServer, postfix: Postfix) -> None:

@@ -68,24 +68,16 @@ def relay_with_tls(base: Path, level: str, trusted_cert: bool, relay_tls: str):
 def tls_relay(base):
     """A relay with a certificate pbm does not trust."""
     pbm, postfix, trusted, chain = relay_with_tls(base, "may", trusted_cert=False, relay_tls="starttls")
-    try:
-        pbm.start()
+    with mta.running(pbm, postfix):
         yield pbm, postfix, trusted, chain
-    finally:
-        pbm.close()
-        postfix.stop()
 
 
 @pytest.fixture
 def tls_required_relay(base):
     """A relay that requires STARTTLS, and pbm set to plain SMTP."""
     pbm, postfix, _, _ = relay_with_tls(base, "encrypt", trusted_cert=True, relay_tls="none")
-    try:
-        pbm.start()
-        yield pbm, postfix
-    finally:
-        pbm.close()
-        postfix.stop()
+    with mta.running(pbm, postfix) as both:
+        yield both
 
 
 @pytest.mark.process

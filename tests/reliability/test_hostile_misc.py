@@ -10,7 +10,9 @@ from __future__ import annotations
 import smtplib
 
 from tests.harness import PbmServer, wait_until
+from tests.reliability.test_takeover import desk_mail
 from tests.server.test_bounces import bounce_reply, outbox_status
+from tests.server.test_press import ring_and_other
 
 GM = "gm@example.org"
 PW = {"alice": "alice-secret-1", "bob": "bob-secret-22", "carol": "carol-secret-3", "dave": "dave-secret-44"}
@@ -36,15 +38,6 @@ def send_raw(pbm: PbmServer, from_header: str, envelope: str, to: str, body: str
 
 
 # -- item 7: DMARC alignment, and a From whose name is another address -------------------------
-def _desk(pbm: PbmServer, auth: str) -> str:
-    msg = pbm.build(GM, "pbm", "game new giveaway g9\n$$gm-secret9$$", subject="desk")
-    msg["Authentication-Results"] = auth
-    pbm.send_message(msg)
-    pbm.settle()
-    (reply,) = pbm.replies_to(msg["Message-ID"])
-    return pbm.flat(reply)
-
-
 def test_a_dmarc_pass_counts_only_for_the_from_domain(pbm_stopped):
     pbm = pbm_stopped
     pbm.env["PBM_TRUSTED_AUTHSERV_ID"] = "mx.pbm.test"
@@ -52,12 +45,12 @@ def test_a_dmarc_pass_counts_only_for_the_from_domain(pbm_stopped):
     pbm.cli("account", "add", "--gm", "boss", "--password", "gm-secret9")
     pbm.secrets.add("gm-secret9")
     # our MTA saw DMARC pass for the domain it read in the From: evil.example, not example.org
-    text = _desk(pbm, "mx.pbm.test; dmarc=pass header.from=evil.example")
+    text = desk_mail(pbm, ["mx.pbm.test; dmarc=pass header.from=evil.example"])
     assert "could not be verified (DMARC passed for evil.example, not for example.org" in text, text
-    text = _desk(pbm, "mx.pbm.test; dmarc=pass")
+    text = desk_mail(pbm, ["mx.pbm.test; dmarc=pass"])
     assert "DMARC passed without naming the domain it checked" in text, text
     assert pbm.sql("SELECT count(*) FROM games")[0][0] == 0
-    text = _desk(pbm, "mx.pbm.test; dmarc=pass header.from=example.org")
+    text = desk_mail(pbm, ["mx.pbm.test; dmarc=pass header.from=example.org"])
     assert "could not be verified" not in text and "REFUSED" not in text, text
     assert pbm.sql("SELECT name FROM games") == [("g9",)]
 
@@ -96,14 +89,8 @@ def test_a_from_whose_name_is_another_address_is_read_as_its_addr_spec_and_carri
 
 # -- item 8: press -------------------------------------------------------------------------------
 def _ring(pbm: PbmServer) -> None:
-    accounts(pbm, "alice", "bob", "carol", "dave")
-    pbm.register("gm", "gm-secret-99", email=GM)
-    pbm.new_game("giveaway", "ring")
-    pbm.new_game("giveaway", "other")
-    for who in ("alice", "bob", "carol"):
-        pbm.cli("game", "add-player", "ring", who)
-    pbm.cli("game", "add-player", "other", "dave")
-    pbm.settle()
+    """ring: alice, bob, carol; other: dave (as in tests/server/test_press.py)."""
+    ring_and_other(pbm, "alice", "bob", "carol", "dave")
 
 
 def _press_to(pbm: PbmServer, who: str) -> list:

@@ -155,6 +155,7 @@ def test_a_thousand_nested_multiparts_are_answered_not_shunted(pbm):
     assert "ok (line 1): the list of commands follows" in flat(pbm, SENDER, 2)
 
 
+@pytest.mark.nodb  # no server, no database: the SQLite pass runs it (docs/testing.md)
 def test_the_caps_hold_in_process_for_every_shape():
     """The reading of each shape in this process: what the caps leave of it,
     and the memory it takes, whatever the machine's speed."""

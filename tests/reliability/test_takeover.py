@@ -82,7 +82,9 @@ def test_a_code_typed_loosely_still_confirms(pbm):
     assert "registered as lou" in text
 
 
-def _desk_mail(pbm, auth_results: list[str]) -> str:
+def desk_mail(pbm, auth_results: list[str]) -> str:
+    """The GM's `game new giveaway g9` with these Authentication-Results
+    headers (the GM's password is gm-secret9): the one reply, its words."""
     msg = pbm.build(GM, "pbm", "game new giveaway g9\n$$gm-secret9$$", subject="desk")
     for value in auth_results:
         msg["Authentication-Results"] = value
@@ -99,15 +101,15 @@ def test_a_from_that_fails_dmarc_at_our_mta_is_never_authenticated(pbm_stopped):
     pbm.cli("account", "add", "--gm", "boss", "--password", "gm-secret9")
     pbm.secrets.add("gm-secret9")
     # forged: our MTA found DMARC failing; a header from elsewhere claiming a pass does not help
-    text = _desk_mail(pbm, ["mx.pbm.test; dmarc=fail (p=reject) header.from=example.org",
+    text = desk_mail(pbm, ["mx.pbm.test; dmarc=fail (p=reject) header.from=example.org",
                             "evil.example; dmarc=pass header.from=example.org"])
     assert "could not be verified (DMARC fail for example.org)" in text
     # no header of our MTA at all: the mail did not come through it
-    text = _desk_mail(pbm, ["evil.example; dmarc=pass header.from=example.org"])
+    text = desk_mail(pbm, ["evil.example; dmarc=pass header.from=example.org"])
     assert "no Authentication-Results from mx.pbm.test" in text
     assert pbm.sql("SELECT count(*) FROM games")[0][0] == 0
     # the real GM's mail, verified by our MTA, works
-    text = _desk_mail(pbm, ["mx.pbm.test 1; spf=pass smtp.mailfrom=gm@example.org; dkim=pass header.d=example.org; "
+    text = desk_mail(pbm, ["mx.pbm.test 1; spf=pass smtp.mailfrom=gm@example.org; dkim=pass header.d=example.org; "
                             "dmarc=pass header.from=example.org"])
     assert "could not be verified" not in text and "REFUSED" not in text
     assert pbm.sql("SELECT name FROM games") == [("g9",)]

@@ -4,6 +4,11 @@ one-line job, and nothing that is gone: the page cannot drift from the code."""
 import re
 from pathlib import Path
 
+import pytest
+
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## Every module, one line each"
 

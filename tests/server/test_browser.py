@@ -8,41 +8,16 @@ directory."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-
-import pytest
 
 from pbm_server.accounts import links
 from pbm_server.store.db import Database
 from pbm_server.store.lookup import account_by_handle
 from tests.harness import PbmServer
+from tests.server.browser import WIDTHS
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-WIDTHS = (1280, 375)
 START = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def browser():
-    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-        pytest.skip("Chromium and its driver are absent (install them with .ci/chromium-install)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,900", "--hide-scrollbars"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def click_and_wait(driver, element, ready) -> None:
@@ -89,15 +64,11 @@ def signed_link(pbm: PbmServer, handle: str, game: str, now: datetime) -> str:
     return links.url(f"http://127.0.0.1:{pbm.http_port}", link)
 
 
-def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, browser, tmp_path):
+def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, browser, screenshots):
     pbm = pbm_stopped
     pbm.set_clock(START)
     pbm.start()
-    where = Path(os.environ.get("PBM_SCREENSHOTS") or tmp_path / "screenshots")
-    pbm.cli("game", "new", "giveaway", "ring1")
-    for handle in ("ann", "bob", "cat"):
-        pbm.register(handle, f"{handle}-pass-1")
-        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
+    pbm.game_of_three()
     pbm.run_turn("ring1")
     reply = pbm.mail("ann@example.org", "ring1", "GIVE 3 TO bob\n$$ann-pass-1$$")
     assert "GIVE 3 TO bob" in pbm.text(reply)
@@ -106,7 +77,7 @@ def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, 
     # the list of games, then a click into the game
     browser.get(base + "/")
     assert browser.title == "Games at pbm.test"
-    shots(browser, "games", where)
+    shots(browser, "games", screenshots)
     click_and_wait(browser, browser.find_element("link text", "ring1"), lambda d: d.current_url == base + "/games/ring1")
     heading = browser.find_element("tag name", "h1").text
     assert heading.startswith("ring1") and "Giveaway" in heading
@@ -121,17 +92,17 @@ def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, 
     # the stylesheet applied (not the browser's defaults): the deadline band has its colour
     band = browser.find_element("css selector", "p.next")
     assert band.value_of_css_property("border-left-style") == "solid"
-    shots(browser, "game", where)
+    shots(browser, "game", screenshots)
     click_and_wait(browser, browser.find_element("link text", "1"),
                    lambda d: "round 1" in d.find_element("tag name", "h1").text)
-    shots(browser, "turn", where)
+    shots(browser, "turn", screenshots)
 
     # ann's signed link shows her own view: her held order included
     link = signed_link(pbm, "ann", "ring1", START)
     browser.get(link)
     assert "as ann sees it" in browser.find_element("tag name", "h1").text
     assert "GIVE 3 TO bob" in browser.find_element("tag name", "main").text
-    shots(browser, "own", where)
+    shots(browser, "own", screenshots)
     # tampered, for another player, or expired: refused alike
     token = link.rsplit("k=", 1)[1]
     for bad in (link[:-2] + ("AA" if not link.endswith("AA") else "BB"), link.replace("/me/ann/", "/me/bob/"),
@@ -152,21 +123,17 @@ def test_a_player_finds_a_game_and_opens_their_own_view(pbm_stopped: PbmServer, 
     assert "does not open a game" in browser.find_element("tag name", "body").text
 
 
-def test_one_click_in_the_browser_stops_a_stream(pbm: PbmServer, browser, tmp_path):
+def test_one_click_in_the_browser_stops_a_stream(pbm: PbmServer, browser, screenshots):
     """The settings page a mail's unsubscribe link opens: one button, and the
     stream stops at once (the outbox shows no more of it)."""
-    where = Path(os.environ.get("PBM_SCREENSHOTS") or tmp_path / "screenshots")
-    pbm.cli("game", "new", "giveaway", "ring1")
-    for handle in ("ann", "bob", "cat"):
-        pbm.register(handle, f"{handle}-pass-1")
-        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
+    pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.settle()
     report = next(m for m in pbm.inbox("ann@example.org") if str(m["Subject"]).endswith("round 1 report"))
-    https = re.findall(r"<([^>]+)>", " ".join(str(report["List-Unsubscribe"]).split()))[0]
+    https, _ = pbm.unsubscribe_links(report)
     browser.get(https)
     assert "mail settings of ann" in browser.find_element("tag name", "h1").text
-    shots(browser, "unsubscribe", where)
+    shots(browser, "unsubscribe", screenshots)
     click_and_wait(browser, browser.find_element("css selector", "form button"),
                    lambda d: "Stopped: no more turn reports and game notices of ring1" in main_text(d))
     before = pbm.sql("SELECT count(*) FROM outbox WHERE to_addr = 'ann@example.org' AND kind = 'report'")[0][0]
@@ -176,10 +143,9 @@ def test_one_click_in_the_browser_stops_a_stream(pbm: PbmServer, browser, tmp_pa
     assert pbm.sql("SELECT count(*) FROM outbox WHERE to_addr = 'bob@example.org' AND kind = 'report'")[0][0] == 2
 
 
-def test_a_player_page_from_a_game_page_shows_the_curio_rating_chart(pbm: PbmServer, browser, tmp_path):
+def test_a_player_page_from_a_game_page_shows_the_curio_rating_chart(pbm: PbmServer, browser, screenshots):
     """The curio game's page names its players; a click opens ann's page with
     her rating after each finished board as a chart (and its table)."""
-    where = Path(os.environ.get("PBM_SCREENSHOTS") or tmp_path / "screenshots")
     pw = {"ann": "ann-pass-1", "bob": "bob-pass-22", "cat": "cat-pass-333"}
     addr = {h: pbm.register(h, p) for h, p in pw.items()}
     for number, other in ((101, "bob"), (102, "cat"), (103, "bob")):
@@ -200,4 +166,4 @@ def test_a_player_page_from_a_game_page_shows_the_curio_rating_chart(pbm: PbmSer
     ratings = [td.text for td in browser.find_elements("css selector", "table.ratings tbody td:last-child")]
     assert ratings == ["1516", "1531"]
     assert "@example.org" not in browser.page_source
-    shots(browser, "player", where)
+    shots(browser, "player", screenshots)

@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.harness import ROOT
+
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
 
 # a Python start-up hook that makes psycopg impossible to import, as on a
 # plain `pip install .` (the driver is only in the [postgres] extra)

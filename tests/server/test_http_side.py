@@ -202,6 +202,7 @@ def test_the_http_side_runs_in_its_own_process_and_is_restarted(pbm: PbmServer):
 
 
 @pytest.mark.process
+@pytest.mark.nodb  # its own SQLite file, whatever the pass: the SQLite pass runs it (docs/testing.md)
 def test_a_port_in_use_is_one_line_at_start(tmp_path):
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))

@@ -11,38 +11,13 @@ skipped without Chromium)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from html import unescape
 from pathlib import Path
 
-import pytest
-
 from tests.harness import PbmServer
+from tests.server.browser import WIDTHS
 from tests.server.weeks import WEEKS, addr
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-WIDTHS = (1280, 375)
-
-
-@pytest.fixture
-def browser():
-    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-        pytest.skip("Chromium and its driver are absent (install them with .ci/chromium-install)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,900", "--hide-scrollbars"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def report(pbm: PbmServer, handle: str, ending: str):
@@ -166,12 +141,11 @@ def first_move(pbm: PbmServer) -> str:
     return told[-1].rsplit(" ", 1)[1].rstrip(")")
 
 
-def test_the_mails_read_at_375_px_in_chromium(pbm: PbmServer, browser, tmp_path):
+def test_the_mails_read_at_375_px_in_chromium(pbm: PbmServer, browser, screenshots, tmp_path):
     """Both HTML parts rendered by Chromium: the page is no wider than the
     window at 375 px (the rmpm board scrolls inside its box), and the
     stylesheet applied (the next action's band has its border)."""
-    where = Path(os.environ.get("PBM_SCREENSHOTS") or tmp_path / "screenshots")
-    where.mkdir(parents=True, exist_ok=True)
+    screenshots.mkdir(parents=True, exist_ok=True)
     WEEKS["rmpm"](pbm)
     WEEKS["curio"](pbm)
     pbm.settle()
@@ -191,6 +165,6 @@ def test_the_mails_read_at_375_px_in_chromium(pbm: PbmServer, browser, tmp_path)
             assert wide <= inner + 2, (name, width, inner, wide)
             height = browser.execute_script("return document.documentElement.scrollHeight")
             browser.set_window_size(width, min(max(int(height), 400), 4000))
-            browser.save_screenshot(str(where / f"mail-{name}-{width}.png"))
+            browser.save_screenshot(str(screenshots / f"mail-{name}-{width}.png"))
         browser.set_window_size(375, 900)
         assert browser.execute_script("return window.innerWidth") <= 375 + 2

@@ -23,12 +23,12 @@ def addr(who: str) -> str:
     return f"{who}@example.org"
 
 
-def setup(pbm: PbmServer) -> None:
-    """ring: alice, bob, carol; other: dave; erin has an account but plays in
-    neither: she observes ring (`observe ring` to pbm@)."""
-    for who, pw in PW.items():
-        pbm.secrets.add(pw)
-        pbm.cli("account", "add", who, addr(who), "--password", pw)
+def ring_and_other(pbm: PbmServer, *accounts: str) -> None:
+    """Accounts for ``accounts`` (passwords from PW) and the GM; game ring:
+    alice, bob, carol; game other: dave."""
+    for who in accounts:
+        pbm.secrets.add(PW[who])
+        pbm.cli("account", "add", who, addr(who), "--password", PW[who])
     pbm.register("gm", GM_PW, email=GM)
     pbm.new_game("giveaway", "ring")
     pbm.new_game("giveaway", "other")
@@ -36,6 +36,12 @@ def setup(pbm: PbmServer) -> None:
         pbm.cli("game", "add-player", "ring", who)
     pbm.cli("game", "add-player", "other", "dave")
     pbm.settle()
+
+
+def setup(pbm: PbmServer) -> None:
+    """ring: alice, bob, carol; other: dave; erin has an account but plays in
+    neither: she observes ring (`observe ring` to pbm@)."""
+    ring_and_other(pbm, *PW)
     watch = pbm.flat(pbm.mail(addr("erin"), "pbm", f"observe ring\n$${PW['erin']}$$"))
     assert "you now observe ring" in watch, watch
     pbm.settle()

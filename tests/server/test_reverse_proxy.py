@@ -7,7 +7,6 @@ without it."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import ssl
@@ -106,10 +105,7 @@ def fetch(url: str, context: ssl.SSLContext, data: bytes | None = None) -> tuple
 
 def test_pages_feeds_and_one_click_through_nginx_with_tls(pbm: PbmServer, proxy):
     base, context = proxy
-    pbm.cli("game", "new", "giveaway", "ring1")
-    for handle in ("ann", "bob", "cat"):
-        pbm.register(handle, f"{handle}-pass-1")
-        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
+    pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.settle()
     status, page = fetch(base + "/games/ring1", context)
@@ -119,7 +115,7 @@ def test_pages_feeds_and_one_click_through_nginx_with_tls(pbm: PbmServer, proxy)
     assert f'<link rel="self" href="{base}/games/ring1/feed.atom"/>' in feed, feed
     # the one-click POST of a report's link, sent through the proxy
     report = next(m for m in pbm.inbox("ann@example.org") if str(m["Subject"]).endswith("round 1 report"))
-    https = re.findall(r"<([^>]+)>", " ".join(str(report["List-Unsubscribe"]).split()))[0]
+    https, _ = pbm.unsubscribe_links(report)
     path = https.split(str(pbm.http_port), 1)[1]
     status, done = fetch(base + path, context, b"List-Unsubscribe=One-Click")
     assert status == 200 and "Stopped" in done
@@ -139,10 +135,7 @@ def test_links_in_mail_start_with_the_public_url(pbm_stopped: PbmServer):
     pbm = pbm_stopped
     pbm.env["PBM_PUBLIC_URL"] = "https://pbm.example.org"
     pbm.start()
-    pbm.cli("game", "new", "giveaway", "ring1")
-    for handle in ("ann", "bob", "cat"):
-        pbm.register(handle, f"{handle}-pass-1")
-        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
+    pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.settle()
     report = next(m for m in pbm.inbox("ann@example.org") if str(m["Subject"]).endswith("round 1 report"))

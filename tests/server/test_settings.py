@@ -11,6 +11,9 @@ import pytest
 
 from pbm_server.base.settings import Settings, SettingsError, describe, load, load_settings
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 ROOT = Path(__file__).resolve().parents[2]
 PBM = [sys.executable, "-m", "pbm_server.running.cli"]
 

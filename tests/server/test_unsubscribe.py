@@ -16,22 +16,9 @@ from tests.harness import PbmServer
 ANN, BOB, CAT = "ann@example.org", "bob@example.org", "cat@example.org"
 
 
-def game_of_three(pbm: PbmServer) -> None:
-    pbm.cli("game", "new", "giveaway", "ring1")
-    for handle in ("ann", "bob", "cat"):
-        pbm.register(handle, f"{handle}-pass-1")
-        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
-
-
 def reports_to(pbm: PbmServer, addr: str) -> list:
     return [m for m in pbm.inbox(addr) if m["From"].addresses[0].username == "ring1"
             and str(m["Subject"]).endswith(" report")]
-
-
-def unsubscribe_links(msg) -> tuple[str, str]:
-    value = " ".join(str(msg["List-Unsubscribe"]).split())
-    https, mailto = re.findall(r"<([^>]+)>", value)
-    return https, mailto
 
 
 def post(url: str, body: bytes) -> tuple[int, str]:
@@ -45,12 +32,12 @@ def post(url: str, body: bytes) -> tuple[int, str]:
 
 
 def test_one_click_stops_a_players_reports_and_nothing_else(pbm: PbmServer):
-    game_of_three(pbm)
+    pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.settle()
     (report,) = reports_to(pbm, ANN)
     assert report["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-    https, mailto = unsubscribe_links(report)
+    https, mailto = pbm.unsubscribe_links(report)
     assert https.startswith(f"http://127.0.0.1:{pbm.http_port}/unsubscribe/ann/ring1/reports?k=")
     assert mailto.startswith("mailto:pbm@pbm.test?subject=unsubscribe%20ring1%20reports%20")
     # its HTML part shows the scores as bars a mail program draws (table cells, no SVG, no script)
@@ -87,10 +74,10 @@ def test_one_click_stops_a_players_reports_and_nothing_else(pbm: PbmServer):
 
 
 def test_the_mailto_link_and_the_mail_commands(pbm: PbmServer):
-    game_of_three(pbm)
+    pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.settle()
-    _, mailto = unsubscribe_links(reports_to(pbm, BOB)[0])
+    _, mailto = pbm.unsubscribe_links(reports_to(pbm, BOB)[0])
     subject = urllib.parse.unquote(mailto.split("subject=", 1)[1])
     # what a mail client sends for the mailto link: that subject, from bob's address, no password
     answer = pbm.mail(BOB, "pbm", "", subject=subject)
@@ -110,13 +97,13 @@ def test_the_mailto_link_and_the_mail_commands(pbm: PbmServer):
 
 
 def test_press_stopped_by_one_player_still_reaches_the_others(pbm: PbmServer):
-    game_of_three(pbm)
+    pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.mail(ANN, "ring1", "PRESS TO ALL\nhello all\nENDPRESS\n$$ann-pass-1$$")
     pbm.settle()
     press = [m for m in pbm.inbox(BOB) if "press from ann" in str(m["Subject"])]
     assert len(press) == 1 and press[0]["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-    https, _ = unsubscribe_links(press[0])
+    https, _ = pbm.unsubscribe_links(press[0])
     assert "/unsubscribe/bob/ring1/press?k=" in https
     assert post(https, b"List-Unsubscribe=One-Click")[0] == 200
     answer = pbm.flat(pbm.mail(ANN, "ring1", "PRESS TO ALL\nagain\nENDPRESS\n$$ann-pass-1$$"))

@@ -56,11 +56,8 @@ def valid(schema: str, data: object) -> object:
 
 def test_the_list_of_games_and_a_game_page_with_its_archive(pbm: PbmServer):
     get(pbm.http_port, "/healthz")  # the side is up
-    pbm.cli("game", "new", "giveaway", "ring1")
+    pbm.game_of_three()
     pbm.cli("game", "new", "sequence", "seq1")
-    for handle in ("ann", "bob", "cat"):
-        pbm.register(handle, f"{handle}-pass-1")
-        pbm.mail(f"{handle}@example.org", "ring1", f"JOIN\n$${handle}-pass-1$$")
     status, headers, body = page(pbm, "/")
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in headers["content-security-policy"] and "<script" not in body

@@ -10,6 +10,9 @@ from games.agora_rpg import RULES
 from games.agora_rpg.engine import ENCOUNTERS, encounter_for
 from games.base import ALL_PLAYERS, Context
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 
 def joined(table, *names):
     for n in names:

@@ -10,6 +10,9 @@ from games.agora_rpg import RULES
 from games.base import Line
 from tests.games.driver import check_commands
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 
 def one(text):
     (cmd,) = RULES.parse([Line(1, text)])

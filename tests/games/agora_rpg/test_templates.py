@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.games.driver import render
+
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
 
 ROOT = Path(__file__).resolve().parents[3]
 

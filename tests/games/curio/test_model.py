@@ -23,6 +23,9 @@ from games.curio.model import (
 )
 from games.curio.view import ascii_board, parse_ascii_board
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 
 def sq(name: str) -> Square:
     return Square.parse(name)

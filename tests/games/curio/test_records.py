@@ -16,6 +16,9 @@ from games.curio.view import parse_ascii_board
 from tests.games.curio.oracle import expected_token
 from tests.games.curio.test_rules import PASSWORDS, Table, everything
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 #: A small start: Light's c2 (4 toward Light, 1 toward Dark) can take Dark's c3
 #: (3 toward Dark, 2 toward Light) on move 3; Dark's e5 (4/4) keeps Dark in the game.
 START_POSITION = {

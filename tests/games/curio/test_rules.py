@@ -17,6 +17,9 @@ from games.curio.view import parse_ascii_board
 from tests.games import driver
 from tests.games.curio.oracle import expected_token
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 PASSWORDS = {"alice": "alice-pw-1", "bob": "bob-pw-2", "carol": "carol-pw-3", "gm": "gm-pw-4"}
 NOW = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 

@@ -14,6 +14,9 @@ from games.giveaway.state import load
 from tests.games.driver import check_commands
 from tests.games.giveaway.helpers import Table, ctx, lines, report_text, scores
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 
 def give_all(table: Table, orders: dict[str, list[str]]) -> None:
     for handle, gifts in orders.items():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from games.giveaway.rings import TANGLE_LOOPS, find_rings, simple_cycles, strongly_connected
+
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
 
 A, B, C, D, E, F = range(6)
 

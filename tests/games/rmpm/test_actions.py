@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 # A's move: chip 1 10-02 -> 10-03 (right, MN 1; 10-03 carries a 4), chip 2
 # 20-20 moves 4 right to 20-24 (MN (4-1)*4+1 = 13): MN 14 in all.
 MOVE = ["10-02 -> 10-03", "20-20 -> 20-21"]

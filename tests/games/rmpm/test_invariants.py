@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from games.rmpm import RULES
 from games.rmpm.board import PARKING, parse_field
+
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
 
 DIRS = {"u": (-1, 0), "r": (0, 1), "d": (1, 0), "l": (0, -1)}
 

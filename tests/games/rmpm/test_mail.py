@@ -14,6 +14,9 @@ from games.base import ALL_PLAYERS, Actor, GameError, Line
 from games.rmpm import RULES
 from games.rmpm.board import parse_board_file
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 
 def flat(text: str) -> str:
     return " ".join(text.split())

@@ -3,7 +3,12 @@ landings, exchanges, fence turns, MN/AN/PN and their wrap, order of play."""
 
 from __future__ import annotations
 
+import pytest
+
 from games.rmpm.board import SIZE, Board, default_number
+
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
 
 # -- the board ------------------------------------------------------------------
 

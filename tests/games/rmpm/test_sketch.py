@@ -10,12 +10,17 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from games.base import Context
 from games.rmpm import RULES
 from games.rmpm.board import DIRS, fmt, on_board_
 from games.rmpm.engine import parse_held, run_slot
 from games.rmpm.model import Game, Index, Sketch
 from tests.games.rmpm.conftest import Table
+
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
 
 CAPITALS = (0, 1, 49, 50, 51, 99, 100, 260, 500, 10000)
 

@@ -19,6 +19,9 @@ from games.sequence.view import FULL_REPORT_PLAYERS
 from tests.games import driver
 from tests.games.driver import lines
 
+#: uses no test database: .ci/run runs it in the SQLite pass only (docs/testing.md)
+pytestmark = pytest.mark.nodb
+
 NOW = datetime(2007, 12, 7, 12, 0, tzinfo=UTC)
 SEVENS = "7,1 " * 10  # ten pieces of value 7, multiplier 1
 
