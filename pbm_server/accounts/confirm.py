@@ -44,7 +44,7 @@ from sqlalchemy.orm import Session
 
 from games.names import name_key
 from pbm_server.accounts import service as accounts
-from pbm_server.play.streams import move_stops
+from pbm_server.store.lookup import move_stops
 from pbm_server.store.models import Account, Confirmation
 
 #: Crockford's base 32: no I, L, O or U to misread

@@ -22,8 +22,7 @@ from pbm_server.accounts.passwords import MIN_PASSWORD, hash_password
 from pbm_server.accounts.throttle import account_key, pair_key
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.settings import Settings
-from pbm_server.play.streams import drop_stops, move_stops
-from pbm_server.store.lookup import account_by_email, account_by_handle, lookalike_refusal
+from pbm_server.store.lookup import account_by_email, account_by_handle, drop_stops, lookalike_refusal, move_stops
 from pbm_server.store.models import Account, AuthThrottle, Confirmation, Game, Membership, Observer
 
 #: what a handle may be: 2-32 letters, digits, '.', '_' or '-', starting with a letter

@@ -16,7 +16,7 @@ from pbm_server.accounts import links
 from pbm_server.base.errors import ServerRefused
 from pbm_server.commands.registry import Audience, ServerContext, command
 from pbm_server.play import streams
-from pbm_server.store.lookup import account_by_email, account_by_handle
+from pbm_server.store.lookup import account_by_email, account_by_handle, stops_of
 from pbm_server.store.models import Account, Game
 
 NAMES = ", ".join(streams.STREAMS)
@@ -82,7 +82,7 @@ def cmd_subscribe(ctx: ServerContext, line: Line, words: list[str]) -> Result:
 @command("settings", Audience.PLAYER, ("settings", "which mail of which game you have stopped"))
 def cmd_settings(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     account = ctx.player()
-    stops = streams.stops_of(ctx.session, account.email)
+    stops = stops_of(ctx.session, account.email)
     if not stops:
         return Result(line, True, "you get all the mail of your games; 'unsubscribe GAME [STREAM]' stops some of it")
     ids = {s.game_id for s in stops if s.game_id is not None}

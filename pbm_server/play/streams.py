@@ -18,13 +18,14 @@ from html import escape
 from textwrap import fill
 from urllib.parse import quote
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from pbm_server.accounts import links
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import Rendered, text_html
+from pbm_server.store.lookup import stops_of
 from pbm_server.store.models import Account, MailStop
 
 #: stream -> what it is, for people
@@ -65,31 +66,6 @@ def resume(session: Session, address: str, stream: str | None, game_id: int | No
     for row in rows:
         session.delete(row)
     return len(rows)
-
-
-def stops_of(session: Session, address: str) -> list[MailStop]:
-    return list(session.scalars(select(MailStop).where(MailStop.address == address.lower()).order_by(MailStop.id)))
-
-
-def move_stops(session: Session, old: str, new: str) -> None:
-    """An account moved from ``old`` to ``new`` (``email``/``confirm``, its
-    undo, the CLI's set-email): the streams it stopped stay stopped at the
-    new address.  A stop the new address had already stays, once."""
-    if old.lower() == new.lower():
-        return
-    there = {(r.stream, r.game_id) for r in stops_of(session, new)}
-    for row in stops_of(session, old):
-        if (row.stream, row.game_id) in there:
-            session.delete(row)
-        else:
-            row.address = new.lower()
-    session.flush()
-
-
-def drop_stops(session: Session, address: str) -> None:
-    """The account at ``address`` is removed: its stops go with it, so the
-    next account at that address gets every stream."""
-    session.execute(delete(MailStop).where(MailStop.address == address.lower()))
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,14 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.names import name_key
 from pbm_server.base import clock
-from pbm_server.store.models import Account, AuditEntry, Game, Membership, ServerSecret, table
+from pbm_server.store.models import Account, AuditEntry, Game, MailStop, Membership, ServerSecret, table
 
 
 def audit(
@@ -106,3 +106,29 @@ def player_count(session: Session, game: Game) -> int:
         return session.scalar(
             select(func.count()).select_from(Membership).where(Membership.game_id == game.id, Membership.left_at.is_(None))
         ) or 0
+
+
+# -- mail stops (play/streams.py): they follow the account ----------------------------
+def stops_of(session: Session, address: str) -> list[MailStop]:
+    return list(session.scalars(select(MailStop).where(MailStop.address == address.lower()).order_by(MailStop.id)))
+
+
+def move_stops(session: Session, old: str, new: str) -> None:
+    """An account moved from ``old`` to ``new`` (``email``/``confirm``, its
+    undo, the CLI's set-email): the streams it stopped stay stopped at the
+    new address.  A stop the new address had already stays, once."""
+    if old.lower() == new.lower():
+        return
+    there = {(r.stream, r.game_id) for r in stops_of(session, new)}
+    for row in stops_of(session, old):
+        if (row.stream, row.game_id) in there:
+            session.delete(row)
+        else:
+            row.address = new.lower()
+    session.flush()
+
+
+def drop_stops(session: Session, address: str) -> None:
+    """The account at ``address`` is removed: its stops go with it, so the
+    next account at that address gets every stream."""
+    session.execute(delete(MailStop).where(MailStop.address == address.lower()))
