@@ -41,6 +41,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.servers import RelaySink
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PREFIX = "pbmh-"
@@ -421,51 +423,12 @@ class HostServe:
 
 
 # -- a relay sink on a given address -------------------------------------------------------------------
-def _sink_main(host: str, port: int, conn) -> None:
-    from aiosmtpd.controller import Controller
-
-    from benchmarks.servers import _Record
-
-    handler = _Record()
-    c = Controller(handler, hostname=host, port=port, ready_timeout=10.0, decode_data=False)
-    c.start()
-    conn.send("ready")
-    while True:
-        cmd = conn.recv()
-        if cmd == "dump":
-            conn.send(list(handler.got))
-        elif cmd == "stop":
-            c.stop()
-            conn.send("stopped")
-            return
-
-
-class AddressedSink:
+class AddressedSink(RelaySink):
     """benchmarks/servers.py's RelaySink (In-Reply-To, Message-ID, time of
     each accepted message), listening on ``host`` (the hosts' gateway)."""
 
     def __init__(self, host: str):
-        import multiprocessing as mp
-
-        ctx = mp.get_context("spawn")
-        with socket.socket() as s:
-            s.bind((host, 0))
-            self.port = s.getsockname()[1]
-        self.host = host
-        self._conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_sink_main, args=(host, self.port, child), daemon=True)
-        self.proc.start()
-        if self._conn.recv() != "ready":
-            raise RuntimeError("the sink did not start")
-
-    def received(self) -> list[tuple[str, str, float]]:
-        self._conn.send("dump")
-        return self._conn.recv()
-
-    def stop(self) -> None:
-        self._conn.send("stop")
-        self._conn.recv()
-        self.proc.join(10)
+        super().__init__(host)
 
 
 if __name__ == "__main__":

@@ -103,11 +103,11 @@ class _Record:
         return "250 OK"
 
 
-def _sink_main(port: int, conn) -> None:
+def _sink_main(host: str, port: int, conn) -> None:
     from aiosmtpd.controller import Controller
 
     handler = _Record()
-    c = Controller(handler, hostname="127.0.0.1", port=port, ready_timeout=10.0, decode_data=False)
+    c = Controller(handler, hostname=host, port=port, ready_timeout=10.0, decode_data=False)
     c.start()
     conn.send("ready")
     while True:
@@ -121,11 +121,17 @@ def _sink_main(port: int, conn) -> None:
 
 
 class RelaySink:
-    def __init__(self):
+    """``host``: the address it listens on (the namespaced hosts' gateway in
+    benchmarks/netns.py; loopback otherwise)."""
+
+    def __init__(self, host: str = "127.0.0.1"):
         ctx = mp.get_context("spawn")
-        self.port = free_port()
+        with socket.socket() as s:
+            s.bind((host, 0))
+            self.port = s.getsockname()[1]
+        self.host = host
         self._conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_sink_main, args=(self.port, child), daemon=True)
+        self.proc = ctx.Process(target=_sink_main, args=(host, self.port, child), daemon=True)
         self.proc.start()
         if self._conn.recv() != "ready":
             raise RuntimeError("the sink did not start")
