@@ -8,6 +8,9 @@ listener's own store_messages, the worker run once in this process."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from sqlalchemy import text
 
@@ -36,11 +39,18 @@ def _join(pbm, n: int, game: str, subject: str = "join") -> tuple[str, list[str]
     return msg["From"], [msg["To"]], bytes(msg)
 
 
-def _worker(pbm, **env: str) -> tuple[Database, Worker]:
+@contextmanager
+def _worker(pbm, **env: str) -> Iterator[tuple[Database, Worker]]:
+    """The real worker on the test's database, in this process (closed after)."""
     db = Database(pbm.db_url)
     settings = load_settings({"PBM_DATABASE_URL": pbm.db_url, "PBM_DOMAIN": pbm.domain,
                               "PBM_GM_ADDRESS": pbm.gm_address, **env})
-    return db, Worker(db, settings, Composer(settings))
+    worker = Worker(db, settings, Composer(settings))
+    try:
+        yield db, worker
+    finally:
+        worker.close()
+        db.dispose()
 
 
 def _status(db: Database) -> dict[int, str]:
@@ -62,8 +72,7 @@ def _players(pbm, game: str) -> list[str]:
 
 def test_one_pass_handles_a_mail_of_each_game_and_commits_them_together(four_games):
     pbm = four_games
-    db, worker = _worker(pbm)
-    try:
+    with _worker(pbm) as (db, worker):
         ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
         assert worker.run_once()  # one pass
         assert _status(db) == {i: "done" for i in ids}
@@ -71,32 +80,24 @@ def test_one_pass_handles_a_mail_of_each_game_and_commits_them_together(four_gam
         for n, game in enumerate(GAMES):
             assert _players(pbm, game) == [f"p{n}"]
         assert not worker.run_once()  # nothing left
-    finally:
-        worker.close()
-        db.dispose()
 
 
 def test_a_game_s_second_mail_waits_for_its_first(four_games):
     """Two mails of b1 and one of b2 waiting: the pass takes b1's first and
     b2's; b1's second is left for the next pass, after its first."""
     pbm = four_games
-    db, worker = _worker(pbm)
-    try:
+    with _worker(pbm) as (db, worker):
         first, second, other = store_messages(db, [_join(pbm, 0, "b1"), _join(pbm, 1, "b1"), _join(pbm, 1, "b2")])
         assert worker.run_once()
         assert _status(db) == {first: "done", second: "new", other: "done"}
         assert worker.run_once()
         assert _status(db)[second] == "done"
         assert _players(pbm, "b1") == ["p0", "p1"]
-    finally:
-        worker.close()
-        db.dispose()
 
 
 def test_a_mail_failing_inside_a_batch_is_set_aside_alone(four_games):
     pbm = four_games
-    db, worker = _worker(pbm, PBM_FAILPOINT="break-in-batch")
-    try:
+    with _worker(pbm, PBM_FAILPOINT="break-in-batch") as (db, worker):
         mails = [_join(pbm, n, g, subject="break-in-batch" if g == "b3" else "join") for n, g in enumerate(GAMES)]
         ids = store_messages(db, mails)
         assert worker.run_once()
@@ -111,9 +112,6 @@ def test_a_mail_failing_inside_a_batch_is_set_aside_alone(four_games):
         with db.engine.connect() as c:
             gm = c.execute(text("SELECT count(*) FROM outbox WHERE to_addr = :gm"), {"gm": pbm.gm_address}).scalar()
         assert gm == 1  # the GM is told
-    finally:
-        worker.close()
-        db.dispose()
 
 
 def test_a_mail_started_before_and_never_finished_goes_alone(four_games):
@@ -121,8 +119,7 @@ def test_a_mail_started_before_and_never_finished_goes_alone(four_games):
     have killed it): it is handled alone, and so is not counted again with
     the others, and the mails of the other games still go together."""
     pbm = four_games
-    db, worker = _worker(pbm)
-    try:
+    with _worker(pbm) as (db, worker):
         ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
         with db.engine.begin() as c:
             c.execute(text("UPDATE inbox SET tries = 1 WHERE id = :i"), {"i": ids[1]})
@@ -133,18 +130,11 @@ def test_a_mail_started_before_and_never_finished_goes_alone(four_games):
         # counted again on its own (a second start, one short of being set aside); the others once, together
         assert tries == {i: 2 if i == ids[1] else 1 for i in ids}
         assert _players(pbm, "b2") == ["p1"]
-    finally:
-        worker.close()
-        db.dispose()
 
 
 def test_with_batch_one_each_pass_takes_one_mail(four_games):
     pbm = four_games
-    db, worker = _worker(pbm, PBM_BATCH="1")
-    try:
+    with _worker(pbm, PBM_BATCH="1") as (db, worker):
         ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES[:2])])
         assert worker.run_once()
         assert _status(db) == {ids[0]: "done", ids[1]: "new"}
-    finally:
-        worker.close()
-        db.dispose()
