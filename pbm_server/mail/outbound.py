@@ -47,6 +47,7 @@ from sqlalchemy import Integer, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from pbm_server.base import clock, logs
+from pbm_server.base.durations import plain_number
 from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
@@ -604,7 +605,7 @@ class Outbound(Poller):
         if not failpoint.startswith(FAILPOINT_KILL_AFTER_RELAY):
             return
         wanted = failpoint[len(FAILPOINT_KILL_AFTER_RELAY):]
-        if sum(1 for m in marks if m[2] == SENT) < (int(wanted) if wanted.isdigit() else 1):
+        if sum(1 for m in marks if m[2] == SENT) < (plain_number(wanted) or 1):
             return
         fired = os.path.join(os.path.dirname(os.path.abspath(self.settings.maildir)), "failpoint-fired")
         try:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import ALL_PLAYERS, Actor, Context, Line, Notice, Outcome
-from pbm_server.base.durations import parse_duration, show_duration
+from pbm_server.base.durations import parse_duration, plain_number, show_duration
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.play import roster
@@ -48,9 +48,10 @@ def parse_seats(text: str) -> int | None:
     t = text.strip().lower()
     if t in ("none", "0", "off"):
         return None
-    if not t.isdigit() or int(t) > 100000:
+    seats = plain_number(t, 6)
+    if seats is None or seats > 100000:
         raise ServerRefused(f"seats={text} is not a number of seats: expected seats=N (e.g. seats=6) or seats=none")
-    return int(t)
+    return seats
 
 
 def desk_summary(game: Game) -> str:

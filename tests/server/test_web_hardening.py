@@ -61,6 +61,17 @@ def test_plain_number_takes_ascii_digits_only():
     assert plain_number("123456789012", 12) == 123456789012
 
 
+def test_a_gm_s_seats_option_with_odd_digits_is_refused_not_crashed():
+    """seats=² passed str.isdigit() and then broke int(): the GM's mail was set aside."""
+    from pbm_server.base.errors import ServerRefused
+    from pbm_server.play.gmdesk import parse_seats
+
+    assert parse_seats("6") == 6 and parse_seats("none") is None
+    for odd in ("²", "٣", "１２", "-1", "1000001"):
+        with pytest.raises(ServerRefused, match="not a number of seats"):
+            parse_seats(odd)
+
+
 def test_odd_tokens_and_turn_numbers_are_refused_not_crashed(pbm: PbmServer):
     game_of_three(pbm)
     path = stop_link(pbm)
