@@ -18,7 +18,7 @@ from pbm_server.base.settings import load_settings
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import store_messages
 from pbm_server.pipeline.worker import Worker
-from pbm_server.store.db import Database
+from pbm_server.store.db import Database, game_key
 
 GAMES = ("b1", "b2", "b3", "b4")
 
@@ -138,3 +138,18 @@ def test_with_batch_one_each_pass_takes_one_mail(four_games):
         ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES[:2])])
         assert worker.run_once()
         assert _status(db) == {ids[0]: "done", ids[1]: "new"}
+
+
+def test_a_worker_that_finds_every_waiting_game_taken_looks_again_soon(four_games):
+    """Mail waits, but its game is in another worker's hands (another host's
+    batch): the worker waits BUSY_ELSEWHERE_SECONDS before its next look, not
+    the whole poll interval, and takes the mail once the game is free."""
+    pbm = four_games
+    with _worker(pbm) as (db, worker), _worker(pbm) as (_, other):
+        [waiting] = store_messages(db, [_join(pbm, 0, "b1")])
+        assert other.routes.take(game_key("b1"))
+        assert worker.pick(16) == []
+        assert worker._next_wait == Worker.BUSY_ELSEWHERE_SECONDS < worker.poll_seconds
+        other.routes.release(game_key("b1"))
+        assert worker.run_once()
+        assert _status(db) == {waiting: "done"}
