@@ -151,19 +151,25 @@ class RelaySink:
 def fresh_database(tmp: Path, pg_base: str | None) -> tuple[str, callable]:
     if not pg_base:
         return f"sqlite:///{tmp / 'pbm.db'}", lambda: None
+    return _pg_database(pg_base, pg_base.rsplit("/", 1)[0])
+
+
+def _pg_database(admin_url: str, base: str, template: str | None = None) -> tuple[str, callable]:
+    """A new PostgreSQL database beside ``base`` (empty, or a copy of
+    ``template``), made through ``admin_url``; its URL and what drops it."""
     from sqlalchemy import create_engine, text
 
     name = "pbm_bench_" + uuid.uuid4().hex[:10]
-    admin = create_engine(pg_base.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    admin = create_engine(admin_url.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
+        c.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
 
     def drop():
         with admin.connect() as c:
             c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
 
-    return pg_base.rsplit("/", 1)[0] + "/" + name, drop
+    return f"{base}/{name}", drop
 
 
 class PbmServe:
@@ -285,20 +291,8 @@ def clone_database(template_url: str, tmp: Path) -> tuple[str, callable]:
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
 
         return f"sqlite:///{path}", remove
-    from sqlalchemy import create_engine, text
-
     base, template = template_url.rsplit("/", 1)
-    name = "pbm_bench_" + uuid.uuid4().hex[:10]
-    admin = create_engine(f"{base}/postgres".replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-
-    def drop():
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return f"{base}/{name}", drop
+    return _pg_database(f"{base}/postgres", base, template)
 
 
 # -- ratios from one run, both sides measured in turn ------------------------------------
