@@ -194,17 +194,24 @@ def _forgot_own(ctx: ServerContext, line: Line, acc: Account) -> Result:
                               f"hour{'s' if hours != 1 else ''}")
 
 
+def _code_line(ctx: ServerContext, verb: str, words: list[str], line: Line, expected: str) -> None:
+    """The start of a `VERB HANDLE CODE NEWPASSWORD` line (reset, undo): a
+    repeated line is refused before its words join the secrets (its echo is
+    masked anyway: 300 such lines would otherwise make 600 secrets for every
+    mail the line causes to scan); then the words are kept secret, and a
+    line of another length is refused with ``expected``."""
+    _first(ctx, verb, words[1].lower() if len(words) > 1 else "", line)
+    ctx.secrets.update(w for w in words[2:] if len(w) >= 4)
+    if len(words) != 4:
+        raise ServerRefused(expected)
+
+
 @command("reset", Audience.ANYONE,
          ("reset HANDLE CODE NEWPASSWORD", "from the registered address: the code from 'forgot' sets a new password"),
          echo=masked_after_two)
 def cmd_reset(ctx: ServerContext, line: Line, words: list[str]) -> Result:
-    # a repeated line is refused before its words join the secrets (its echo is masked anyway):
-    # 300 such lines would otherwise make 600 secrets for every mail the line causes to scan
-    _first(ctx, "reset", words[1].lower() if len(words) > 1 else "", line)
-    ctx.secrets.update(w for w in words[2:] if len(w) >= 4)
-    if len(words) != 4:
-        raise ServerRefused("expected: reset HANDLE CODE NEWPASSWORD, with the code from the mail that "
-                            "answered 'forgot HANDLE'; nothing was changed")
+    _code_line(ctx, "reset", words, line, "expected: reset HANDLE CODE NEWPASSWORD, with the code from the mail "
+               "that answered 'forgot HANDLE'; nothing was changed")
     acc = account_by_handle(ctx.session, words[1])
     moved_from = acc is not None and ctx.sender in confirm.undo_addresses(ctx.session, acc.handle, ctx.now)
     if acc is None or (acc.email != ctx.sender and not moved_from) or accounts.is_removed(acc):
@@ -312,11 +319,8 @@ def tell_moved(ctx: ServerContext, moved: confirm.Moved) -> None:
                                           "(the code is in the mail that told you of it)"),
          echo=masked_after_two)
 def cmd_undo(ctx: ServerContext, line: Line, words: list[str]) -> Result:
-    _first(ctx, "undo", words[1].lower() if len(words) > 1 else "", line)
-    ctx.secrets.update(w for w in words[2:] if len(w) >= 4)
-    if len(words) != 4:
-        raise ServerRefused("expected: undo HANDLE CODE NEWPASSWORD, with the code from the mail that told this "
-                            "address of the move; nothing was changed")
+    _code_line(ctx, "undo", words, line, "expected: undo HANDLE CODE NEWPASSWORD, with the code from the mail "
+               "that told this address of the move; nothing was changed")
     problem = password_problem(words[3])
     if problem:
         raise ServerRefused(f"{problem}; nothing was changed (the code still works)")
