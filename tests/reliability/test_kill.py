@@ -135,8 +135,10 @@ def test_a_kill_inside_a_batch_before_its_commit(pbm_stopped):
     replies = dict(pbm.sql("SELECT inbound_id, count(*) FROM outbox WHERE kind LIKE 'reply%' GROUP BY inbound_id"))
     assert replies == {i: 1 for n, i in enumerate(ids) if n != 2}
     for n in range(len(ids)):
-        got = pbm.inbox(f"k{n}@example.org")
-        assert len(got) == (0 if n == 2 else 1), (n, [m["Subject"] for m in got])
+        # one reply each; the second kill may fall after the relay took a reply
+        # and before its mark: that reply comes again, the same mail (same Message-ID)
+        got = {m["Message-ID"] for m in pbm.inbox(f"k{n}@example.org")}
+        assert len(got) == (0 if n == 2 else 1), (n, got)
     assert "k2" not in str(pbm.state("k3"))  # the killed mail's JOIN never committed
 
 
