@@ -73,6 +73,7 @@ from benchmarks.servers import (  # noqa: E402
     fresh_database,
     paired_ratio,
     peak_rss_mb,
+    py_spy,
     usable_cores,
 )
 from benchmarks.smtpload import LoadSpec, run_load_process  # noqa: E402
@@ -161,7 +162,7 @@ def prepare(mix: str, db_url: str, burst: int) -> tuple[list | None, list | None
 
 
 def measure(home: Path, template_url: str, mix: str, mails: list | None, warm_mails: list | None, env: dict,
-            burst: int, seconds: float, load_share: float, concurrency: int) -> dict:
+            burst: int, seconds: float, load_share: float, concurrency: int, profile: Path | None = None) -> dict:
     """One `pbm serve` on a fresh copy of the mix's database: warm-up,
     capacity burst, steady load; see the module's text."""
     home.mkdir(parents=True, exist_ok=True)
@@ -181,10 +182,16 @@ def measure(home: Path, template_url: str, mix: str, mails: list | None, warm_ma
         pids = {**serve.groups(), "relay_sink": [sink.proc.pid]}
         cpu0 = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
         count = len(mails) if mix == "rush" else burst
+        spies = py_spy({f"{k}{i}": p for k, v in pids.items() if k != "relay_sink" for i, p in enumerate(v)},
+                       profile) if profile is not None else []
         res = run_load_process(LoadSpec("127.0.0.1", serve.port, count, concurrency=concurrency,
                                         start=0 if mix == "rush" else 100_000, tag="burst", mails=mails))
         acc = {s.message_id: s for s in res.accepted}
         got = _replies(sink, set(acc), 900)
+        for spy in spies:
+            spy.send_signal(2)
+        for spy in spies:
+            spy.wait(60)
         cpu = {k: sum(cpu_seconds(p) for p in v) - cpu0[k] for k, v in pids.items()}
         cpu["load_client"] = res.cpu
         first = min(s.t_start for s in res.sent)
@@ -262,7 +269,7 @@ def summary(runs: list[dict]) -> dict:
 
 def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: int = 3, load_share: float = 0.5,
         concurrency: int = 20, pg: str | None = None, configs: dict[str, dict] | None = None,
-        extra_env: dict | None = None, argon2_checks: int = 40) -> dict:
+        extra_env: dict | None = None, argon2_checks: int = 40, profile: str | None = None) -> dict:
     if mix not in MIXES:
         raise ValueError(f"mix is one of {MIXES}")
     configs = configs or CONFIGS
@@ -280,7 +287,8 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
             if mix == "rush":  # the ceiling beside every rush measurement
                 argon2.append(argon2_cpu_seconds(argon2_checks))
             runs[label].append(measure(tmp / f"{label}-{r}", template_url, mix, mails, warm_mails,
-                                       {**(extra_env or {}), **configs[label]}, burst, seconds, load_share, concurrency))
+                                       {**(extra_env or {}), **configs[label]}, burst, seconds, load_share, concurrency,
+                                       Path(profile) / f"r{r + 1}-{label}" if profile else None))
             if mix == "rush":
                 runs[label][-1]["argon2_cpu_ms_per_check"] = round(argon2[-1] * 1000, 2)
     finally:
@@ -344,10 +352,13 @@ if __name__ == "__main__":
                     help="PBM_BACKENDS of each configuration (default: 2 1)")
     ap.add_argument("--config", nargs="*", default=None, metavar="LABEL:NAME=VALUE[,NAME=VALUE]",
                     help="the configurations to compare, e.g. two:PBM_BACKENDS=2 threads:PBM_BACKENDS=1,PBM_WORKERS=2")
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="py-spy (if installed) samples every process of `pbm serve` during each burst, "
+                         "idle threads too, into DIR/rROUND-LABEL/GROUPn.txt (collapsed stacks)")
     a = ap.parse_args()
     configs = ({f"{n}_back_end{'s' if n != 1 else ''}": {"PBM_BACKENDS": str(n)} for n in a.backends}
                if a.backends else None)
     if a.config:
         configs = {label: _env(pairs.split(",")) for label, _, pairs in (c.partition(":") for c in a.config)}
     print(json.dumps(run("today" if a.orders else a.mix, a.burst, a.seconds, a.rounds, a.load_share, a.concurrency,
-                         a.postgres, configs, _env(a.env), a.argon2_checks), indent=2))
+                         a.postgres, configs, _env(a.env), a.argon2_checks, a.profile), indent=2))

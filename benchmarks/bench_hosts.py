@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import netns  # noqa: E402
 from benchmarks.bench_e2e import _replies, prepare  # noqa: E402
-from benchmarks.servers import alternate, fresh_database, paired_ratio  # noqa: E402
+from benchmarks.servers import alternate, fresh_database, paired_ratio, py_spy  # noqa: E402
 from benchmarks.smtpload import LoadProcess, LoadSpec  # noqa: E402
 
 DOMAIN = "pbm.localhost"
@@ -133,22 +133,6 @@ class _UnixSocket:
         pass
 
 
-def _profile(pids: dict[str, int], folder: Path) -> list:
-    """py-spy (if installed) sampling each of ``pids`` (name -> pid), idle threads too, into
-    FOLDER/NAME.txt (collapsed stacks) until the returned processes get SIGINT."""
-    import shutil
-    import subprocess
-
-    here = Path(sys.executable).parent / "py-spy"
-    spy = shutil.which("py-spy") or (str(here) if here.exists() else None)
-    if spy is None:
-        return []
-    folder.mkdir(parents=True, exist_ok=True)
-    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--nonblocking", "--idle",
-                              "--output", str(folder / f"{name}.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for name, pid in pids.items()]
-
-
 def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.AddressedSink,
               burst: int, warm: int, tmp: Path, profile: Path | None = None, workers: int = 1) -> dict:
     db_url, drop = fresh_database(tmp, pg)
@@ -199,7 +183,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
             for i, (lp, bps) in host_pids.items():
                 named[f"host{i}-listener"] = lp
                 named.update({f"host{i}-back-end{k}": p for k, p in enumerate(bps)})
-            spies = _profile(named, profile)
+            spies = py_spy(named, profile)
         load_before = os.getloadavg()[0]
         sent, client_cpu, _ = _load(targets, mails, burst, 1_000_000, f"burst{config}")
         acc = {s.message_id: s for s in sent if s.code == 250}

@@ -147,6 +147,22 @@ class RelaySink:
         self.proc.join(10)
 
 
+def py_spy(pids: dict[str, int], folder: Path) -> list:
+    """py-spy (if installed) sampling each of ``pids`` (name -> pid), idle threads too, into
+    FOLDER/NAME.txt (collapsed stacks) until the returned processes get SIGINT."""
+    import shutil
+    import subprocess
+
+    here = Path(sys.executable).parent / "py-spy"
+    spy = shutil.which("py-spy") or (str(here) if here.exists() else None)
+    if spy is None:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--nonblocking", "--idle",
+                              "--output", str(folder / f"{name}.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name, pid in pids.items()]
+
+
 # -- pbm serve ---------------------------------------------------------------------------
 def fresh_database(tmp: Path, pg_base: str | None) -> tuple[str, callable]:
     if not pg_base:
