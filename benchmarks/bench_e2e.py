@@ -66,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.servers import (  # noqa: E402
     PbmServe,
+    PostfixSink,
     RelaySink,
     alternate,
     clone_database,
@@ -79,6 +80,9 @@ from benchmarks.servers import (  # noqa: E402
 from benchmarks.smtpload import LoadSpec, run_load_process  # noqa: E402
 
 MIXES = ("today", "rush", "help")
+#: the relay sinks (benchmarks/servers.py): --relay
+RELAYS = {"postfix": "Postfix's smtp-sink (C), each message dumped to a file in /dev/shm",
+          "python": "an aiosmtpd process recording each message in memory"}
 #: the configurations compared by default: label -> environment of `pbm serve`
 CONFIGS = {"two_back_ends": {"PBM_BACKENDS": "2"}, "one_back_end": {"PBM_BACKENDS": "1"}}
 DESCRIPTION = {
@@ -90,7 +94,7 @@ DESCRIPTION = {
 }
 
 
-def _replies(sink: RelaySink, wanted: set[str], timeout: float) -> dict[str, float]:
+def _replies(sink: RelaySink | PostfixSink, wanted: set[str], timeout: float) -> dict[str, float]:
     deadline = time.monotonic() + timeout
     while True:
         got = {irt: t for irt, _, t in sink.received() if irt in wanted}
@@ -162,12 +166,13 @@ def prepare(mix: str, db_url: str, burst: int) -> tuple[list | None, list | None
 
 
 def measure(home: Path, template_url: str, mix: str, mails: list | None, warm_mails: list | None, env: dict,
-            burst: int, seconds: float, load_share: float, concurrency: int, profile: Path | None = None) -> dict:
+            burst: int, seconds: float, load_share: float, concurrency: int, profile: Path | None = None,
+            relay: str = "postfix") -> dict:
     """One `pbm serve` on a fresh copy of the mix's database: warm-up,
     capacity burst, steady load; see the module's text."""
     home.mkdir(parents=True, exist_ok=True)
     db_url, remove = clone_database(template_url, home)
-    sink = RelaySink()
+    sink = PostfixSink() if relay == "postfix" else RelaySink()
     serve = PbmServe(home, sink.port, db_url, env).start()
     try:
         # warm-up: imports, first connections; with today's mix every
@@ -269,10 +274,12 @@ def summary(runs: list[dict]) -> dict:
 
 def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: int = 3, load_share: float = 0.5,
         concurrency: int = 20, pg: str | None = None, configs: dict[str, dict] | None = None,
-        extra_env: dict | None = None, argon2_checks: int = 40, profile: str | None = None) -> dict:
+        extra_env: dict | None = None, argon2_checks: int = 40, profile: str | None = None,
+        relay: str | None = None) -> dict:
     if mix not in MIXES:
         raise ValueError(f"mix is one of {MIXES}")
     configs = configs or CONFIGS
+    relay = relay or ("postfix" if PostfixSink.available() else "python")
     tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-e2e-"))
     template_url, drop = fresh_database(tmp, pg)
     try:
@@ -288,7 +295,7 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
                 argon2.append(argon2_cpu_seconds(argon2_checks))
             runs[label].append(measure(tmp / f"{label}-{r}", template_url, mix, mails, warm_mails,
                                        {**(extra_env or {}), **configs[label]}, burst, seconds, load_share, concurrency,
-                                       Path(profile) / f"r{r + 1}-{label}" if profile else None))
+                                       Path(profile) / f"r{r + 1}-{label}" if profile else None, relay))
             if mix == "rush":
                 runs[label][-1]["argon2_cpu_ms_per_check"] = round(argon2[-1] * 1000, 2)
     finally:
@@ -300,6 +307,7 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
         "mix": mix,
         "what": DESCRIPTION[mix],
         "database": "postgresql" if pg else "sqlite",
+        "relay_sink": RELAYS[relay],
         "burst_mails": len(mails) if mix == "rush" and mails else burst,
         "rounds": rounds,
         "concurrency": concurrency,
@@ -355,10 +363,12 @@ if __name__ == "__main__":
     ap.add_argument("--profile", default=None, metavar="DIR",
                     help="py-spy (if installed) samples every process of `pbm serve` during each burst, "
                          "idle threads too, into DIR/rROUND-LABEL/GROUPn.txt (collapsed stacks)")
+    ap.add_argument("--relay", choices=sorted(RELAYS), default=None,
+                    help="the relay sink (default: postfix if /usr/sbin/smtp-sink is there, else python)")
     a = ap.parse_args()
     configs = ({f"{n}_back_end{'s' if n != 1 else ''}": {"PBM_BACKENDS": str(n)} for n in a.backends}
                if a.backends else None)
     if a.config:
         configs = {label: _env(pairs.split(",")) for label, _, pairs in (c.partition(":") for c in a.config)}
     print(json.dumps(run("today" if a.orders else a.mix, a.burst, a.seconds, a.rounds, a.load_share, a.concurrency,
-                         a.postgres, configs, _env(a.env), a.argon2_checks, a.profile), indent=2))
+                         a.postgres, configs, _env(a.env), a.argon2_checks, a.profile, a.relay), indent=2))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import re
 import textwrap
 from collections.abc import Set as AbstractSet
@@ -22,6 +23,7 @@ from email.policy import Policy
 from email.utils import format_datetime, formataddr, make_msgid
 from html import escape as html_escape
 from importlib import resources
+from secrets import token_hex
 from typing import Any
 
 import css_inline
@@ -445,6 +447,13 @@ class Reply:
     kind: str | None = None  # the game kind whose templates the sections use
 
 
+#: the boundary of our multipart mails: one per process, so their Content-Type
+#: is parsed and written once (mail/headers.py) and no boundary is searched
+#: for.  Both parts are quoted-printable, where "=" is always written "=3D",
+#: so a boundary made with "=" never occurs inside a part.
+BOUNDARY = f"=_pbm_{token_hex(8)}="
+
+
 class Composer:
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -573,6 +582,7 @@ class Composer:
         from_name: str = "pbm-server",
         thread: str | None = None,
         unsubscribe: tuple[str, str] | None = None,
+        message_id: str | None = None,
     ) -> tuple[str, bytes]:
         """A complete message; returns (Message-ID, bytes).  ``from_name``: the
         From's display name (relayed press names the game and its sender).
@@ -580,7 +590,8 @@ class Composer:
         mail belongs to: put first in References, and in In-Reply-To of a mail
         that answers no mail of its recipient.  ``unsubscribe``: (https URL,
         mailto URL) of a mail a recipient may stop: List-Unsubscribe with
-        List-Unsubscribe-Post, one click (RFC 8058; play/streams.py)."""
+        List-Unsubscribe-Post, one click (RFC 8058; play/streams.py).
+        ``message_id``: the one :meth:`deferred` chose (default: a new one)."""
         domain = self.settings.domain
         greeting = f"Hello {to_name}," if to_name else "Hello,"
         server = self.settings.server_address
@@ -593,7 +604,7 @@ class Composer:
         msg["To"] = to_addr
         msg["Subject"] = SubjectHeader("Subject", redact(subject, set(secrets)))
         msg["Date"] = format_datetime(now)
-        message_id = make_msgid(domain=domain)
+        message_id = message_id or make_msgid(domain=domain)
         msg["Message-ID"] = message_id
         msg["Auto-Submitted"] = auto
         msg["X-Auto-Response-Suppress"] = "All"
@@ -609,6 +620,7 @@ class Composer:
             msg["References"] = thread
         msg.set_content(text, cte="quoted-printable")
         if body.html is not None:
+            msg.make_alternative(boundary=BOUNDARY)
             msg.add_alternative(self.html_part(layout, redact(body.html, set(secrets)), lead, str(msg["Subject"])),
                                 subtype="html", cte="quoted-printable")
         # CRLF line ends: smtplib sends bytes as they are, and SMTP needs CRLF.  An
@@ -616,3 +628,67 @@ class Composer:
         # allowed inside an address; such a mail goes only with SMTPUTF8 (outbound.py)
         wire = SMTP_POLICY if to_addr.isascii() else SMTP_POLICY.clone(utf8=True)
         return message_id, msg.as_bytes(policy=wire)
+
+    def deferred(
+        self,
+        *,
+        to_addr: str,
+        to_name: str | None,
+        from_local: str,
+        subject: str,
+        body: Rendered,
+        auto: str,
+        now: datetime,
+        in_reply_to: str | None = None,
+        references: list[str] | None = None,
+        secrets: AbstractSet[str] = frozenset(),
+        thread: str | None = None,
+    ) -> tuple[str, bytes]:
+        """What :meth:`message` would return, as the outbox keeps it until
+        delivery: the Message-ID, chosen now, and the message's parts, the
+        secrets already masked, as JSON after :data:`DEFERRED`.  Delivery
+        writes the message out (:func:`written_out`), outside the write
+        transaction that put it in the outbox: writing out a reply is most of
+        the CPU of answering a mail, and on SQLite every write transaction of
+        the machine waits for the one open.  Written out again on every
+        attempt, it is the same mail (Message-ID, Date, text) each time."""
+        keep = set(secrets)
+        message_id = make_msgid(domain=self.settings.domain)
+        parts = {
+            "domain": self.settings.domain,
+            "message_id": message_id,
+            "to_addr": to_addr,
+            "to_name": to_name,
+            "from_local": from_local,
+            "subject": redact(subject, keep),
+            "text": redact(body.text, keep),
+            "html": redact(body.html, keep) if body.html is not None else None,
+            "auto": auto,
+            "now": now.isoformat(),
+            "in_reply_to": in_reply_to,
+            "references": references,
+            "thread": thread,
+        }
+        return message_id, DEFERRED + json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+#: how an outbox row that holds a reply still to be written out starts (Composer.deferred)
+DEFERRED = b"pbm-deferred-message/1\n"
+
+
+@functools.lru_cache(maxsize=4)
+def _composer_of(domain: str) -> Composer:
+    return Composer(Settings(domain=domain))
+
+
+def written_out(raw: bytes) -> bytes:
+    """The mail an outbox row holds: its bytes as they are, or, for a reply
+    kept as its parts (:meth:`Composer.deferred`), the message written out."""
+    if not raw.startswith(DEFERRED):
+        return raw
+    p = json.loads(raw[len(DEFERRED):])
+    return _composer_of(p["domain"]).message(
+        to_addr=p["to_addr"], to_name=p["to_name"], from_local=p["from_local"], subject=p["subject"],
+        body=Rendered(p["text"], p["html"]), auto=p["auto"], now=datetime.fromisoformat(p["now"]),
+        in_reply_to=p["in_reply_to"], references=p["references"], thread=p["thread"], message_id=p["message_id"],
+    )[1]

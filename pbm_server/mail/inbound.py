@@ -159,14 +159,8 @@ class _SqliteInbox:
         rows = [(at, p_from(f), p_rcpt(list(r)), p_raw(raw), new) for f, r, raw in flat]
         con = self._connection()
         try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                con.executemany(self.sql, rows)
-                last = con.execute("SELECT last_insert_rowid()").fetchone()[0]
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+            with self.db.writer_turn():
+                last = self._insert(con, rows)
         except BaseException:
             # a fault of the connection itself: start afresh with the next group
             try:
@@ -177,6 +171,19 @@ class _SqliteInbox:
             self._conn = None
             raise
         return _per_item(range(last - len(rows) + 1, last + 1), made)
+
+
+    def _insert(self, con: Any, rows: list[tuple[Any, ...]]) -> int:
+        """The rows in one transaction; the id of the last."""
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            con.executemany(self.sql, rows)
+            last: int = con.execute("SELECT last_insert_rowid()").fetchone()[0]
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return last
 
 
 class IntakeWriter:

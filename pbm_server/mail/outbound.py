@@ -51,7 +51,7 @@ from pbm_server.base.durations import plain_number
 from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
-from pbm_server.mail.compose import Composer
+from pbm_server.mail.compose import Composer, written_out
 from pbm_server.mail.queues import RELAY_FAILS
 from pbm_server.store.db import LOCK_OUTBOUND, Database
 from pbm_server.store.lookup import audit
@@ -558,7 +558,13 @@ class Outbound(Poller):
     def _attempt(self, row: Pending) -> tuple[str | None, str, float]:
         """One delivery: (error, outcome, milliseconds)."""
         assert self._bounce_key is not None
+        self.db.writer_idle()
         started = time.monotonic()
+        try:
+            row = row._replace(raw=written_out(row.raw))  # a reply kept as its parts (compose.py)
+        except Exception as exc:  # our own parts: a fault of the server, never of the relay
+            log.exception("outbox row %s could not be written out", row.id)
+            return f"the server could not write this mail out ({type(exc).__name__})", FAIL, 0.0
         try:
             self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain))
         except PermanentFailure as exc:

@@ -44,6 +44,7 @@ from email.utils import getaddresses
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pbm_server.mail.compose import written_out
 from pbm_server.store.models import OutboundMail
 
 #: only this many lines of a body are looked at with care (commands come
@@ -232,7 +233,7 @@ def sent_mails(session: Session, references: list[str]) -> list[SentMail]:
     if not wanted:
         return []
     rows = session.scalars(select(OutboundMail.raw).where(OutboundMail.message_id.in_(wanted))).all()
-    return [m for m in (SentMail.from_raw(bytes(raw)) for raw in rows) if m is not None]
+    return [m for m in (SentMail.from_raw(written_out(bytes(raw))) for raw in rows) if m is not None]
 
 
 def _names(sent: Sequence[SentMail], domain: str | None) -> set[str]:

@@ -77,7 +77,8 @@ class Replier:
         # the Subject says what became of the mail (subjects.py); only
         # cleaned values go into the reply's headers (headers.py)
         subject = clean_text(reply_subject(answer.facts, reply.results, reply.orders, who=work.actor.handle))
-        mid, raw = self.composer.message(
+        # kept as its parts: delivery writes it out, outside this transaction (compose.py)
+        mid, raw = self.composer.deferred(
             to_addr=mail.from_addr,
             to_name=work.actor.handle,
             from_local=answer.reply_from,

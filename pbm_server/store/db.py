@@ -30,7 +30,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterable
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -242,6 +242,12 @@ class _WriterTurn(_BesideFile):
             self.mutex.release()
 
 
+    def wait_idle(self) -> None:
+        """Return once no thread of this process holds the turn."""
+        with self.mutex:
+            pass
+
+
 def _sqlite_file(url: str) -> str | None:
     path = make_url(url).database
     if not path or path == ":memory:" or path.startswith("file:"):
@@ -277,6 +283,19 @@ class Database:
             return
         with self._write(lock, keys=keys, world=world) as session:
             yield session
+
+    def writer_turn(self) -> AbstractContextManager[None]:
+        """This machine's turn to write the SQLite file (:class:`_WriterTurn`), for a
+        writer that begins its own transactions on a DB-API connection (the
+        listener's inbox); on PostgreSQL nothing."""
+        return self._turn.turn() if self._turn is not None else nullcontext()
+
+    def writer_idle(self) -> None:
+        """Wait while a thread of this process writes (SQLite): work that can
+        wait (writing out a reply, relaying it) lets the writer have the GIL,
+        for every writer of the machine waits for that one."""
+        if self._turn is not None:
+            self._turn.wait_idle()
 
     @contextmanager
     def _write(self, lock: int | None = None, *, keys: Iterable[str] = (), world: str | None = None) -> Iterator[Session]:

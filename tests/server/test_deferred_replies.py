@@ -1,0 +1,217 @@
+"""Replies kept as their parts (pbm_server/mail/compose.py, Composer.deferred):
+the worker's write transaction puts a reply's parts in the outbox, its
+secrets already masked; delivery writes the mail out, the same mail on every
+attempt.  Also the listener's and delivery's share of SQLite's one writer
+(store/db.py, _WriterTurn): the listener's groups take their turn like every
+other writer, and delivery lets a writer of its own process go first.
+Real database and migrations, the real worker and delivery in this process,
+the harness's real SMTP sink as the relay."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email import policy
+from email.parser import BytesParser
+
+import pytest
+from sqlalchemy import text
+
+from pbm_server.base.settings import load_settings
+from pbm_server.mail.compose import BOUNDARY, DEFERRED, Composer, Rendered, written_out
+from pbm_server.mail.headers import SMTP_POLICY
+from pbm_server.mail.inbound import IntakeWriter, store_messages
+from pbm_server.mail.outbound import Outbound
+from pbm_server.pipeline.worker import Worker
+from pbm_server.store.db import Database
+
+PASSWORD = "deferred-pass-77"
+#: the machine's writer turn is SQLite's (on PostgreSQL writers do not queue for one file)
+sqlite_only = pytest.mark.skipif(bool(os.environ.get("PBM_TEST_DATABASE_URL")), reason="the writer turn is SQLite's")
+
+
+@pytest.fixture
+def one_game(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.new_game("giveaway", "dg1")
+    pbm.cli("account", "add", "dora", "dora@example.org", "--password", PASSWORD)
+    pbm.secrets.add(PASSWORD)
+    return pbm
+
+
+@contextmanager
+def _parts(pbm, **env: str) -> Iterator[tuple[Database, Worker, Outbound]]:
+    """The real worker and delivery on the test's database, in this process."""
+    db = Database(pbm.db_url)
+    settings = load_settings({"PBM_DATABASE_URL": pbm.db_url, "PBM_DOMAIN": pbm.domain,
+                              "PBM_GM_ADDRESS": pbm.gm_address, "PBM_RELAY": f"127.0.0.1:{pbm.sink.port}", **env})
+    worker = Worker(db, settings, Composer(settings))
+    outbound = Outbound(db, settings)
+    try:
+        yield db, worker, outbound
+    finally:
+        outbound._end_session()
+        worker.close()
+        db.dispose()
+
+
+def _store(pbm, db: Database, body: str) -> tuple[int, str]:
+    msg = pbm.build("dora@example.org", "dg1", body)
+    [inbox_id] = store_messages(db, [(msg["From"], [msg["To"]], bytes(msg))])
+    return inbox_id, msg["Message-ID"]
+
+
+def _outbox(db: Database) -> list[tuple[int, str, bytes, str]]:
+    with db.engine.connect() as c:
+        return [(r.id, r.message_id, bytes(r.raw), r.status)
+                for r in c.execute(text("SELECT id, message_id, raw, status FROM outbox ORDER BY id"))]
+
+
+def test_the_outbox_keeps_a_reply_as_its_parts_without_the_password_and_delivery_writes_it_out(one_game):
+    pbm = one_game
+    with _parts(pbm) as (db, worker, outbound):
+        _, asked = _store(pbm, db, f"JOIN\n$$ {PASSWORD} $$")
+        assert worker.run_once()
+        [(row_id, message_id, raw, status)] = _outbox(db)
+        assert raw.startswith(DEFERRED) and status == "pending"
+        assert PASSWORD.encode() not in raw  # masked before it was stored, not only in the mail
+        assert outbound.run_once() == 1
+    assert _outbox(db)[0][3] == "sent"
+    [reply] = pbm.sink.replies_to(asked)
+    assert reply["Message-ID"] == message_id  # the id chosen with the parts is the mail's
+    assert reply["To"] == "dora@example.org" and reply["Auto-Submitted"] == "auto-replied"
+    plain = reply.get_body(("plain",)).get_content()
+    assert "Hello dora" in plain and "you are in the game" in plain
+    assert PASSWORD not in reply.as_string()
+
+
+def test_a_reply_written_out_again_is_the_same_mail(one_game):
+    """A retry (the relay said 4xx, or a kill between its 250 and the mark)
+    sends the same Message-ID, Date and text: what a reader and a relay's
+    duplicate check see."""
+    pbm = one_game
+    with _parts(pbm) as (db, worker, _):
+        _store(pbm, db, f"JOIN\n$$ {PASSWORD} $$")
+        assert worker.run_once()
+        [(_, message_id, raw, _)] = _outbox(db)
+    first, second = (BytesParser(policy=policy.default).parsebytes(written_out(raw)) for _ in range(2))
+    for name in ("Message-ID", "Date", "Subject", "From", "To", "In-Reply-To", "References"):
+        assert first[name] == second[name], name
+    assert first["Message-ID"] == message_id
+    assert first.get_body(("plain",)).get_content() == second.get_body(("plain",)).get_content()
+    assert bytes(first) == bytes(second)  # word for word, the boundary too
+
+
+def test_a_row_that_cannot_be_written_out_fails_alone_and_delivery_goes_on(one_game):
+    pbm = one_game
+    with _parts(pbm) as (db, worker, outbound):
+        _, asked = _store(pbm, db, f"JOIN\n$$ {PASSWORD} $$")
+        assert worker.run_once()
+        with db.engine.begin() as c:  # a row before it whose parts are broken
+            c.execute(text("INSERT INTO outbox (created_at, kind, to_addr, message_id, raw, status, attempts, "
+                           "next_attempt_at) SELECT created_at, kind, to_addr, '<broken@pbm.test>', :raw, 'pending', 0, "
+                           "next_attempt_at FROM outbox"), {"raw": DEFERRED + b"{not json"})
+        assert outbound.run_once() == 2
+        rows = {mid: (status, error) for mid, status, error in db.engine.connect().execute(
+            text("SELECT message_id, status, last_error FROM outbox"))}
+    assert rows["<broken@pbm.test>"][0] == "failed"
+    assert "could not write this mail out" in rows["<broken@pbm.test>"][1]
+    assert len(pbm.sink.replies_to(asked)) == 1  # the good reply went all the same
+    assert [m for m in pbm.sink.all() if m[1]["Message-ID"] == "<broken@pbm.test>"] == []
+
+
+def test_a_mail_quoting_a_deferred_reply_is_not_read_as_commands(one_game):
+    """The reader leaves out the lines of our mails that a mail carries
+    (mail/replies.py); a reply kept as its parts is written out to be
+    compared."""
+    pbm = one_game
+    with _parts(pbm) as (db, worker, outbound):
+        _, asked = _store(pbm, db, f"JOIN\n$$ {PASSWORD} $$")
+        assert worker.run_once() and outbound.run_once() == 1
+        [reply] = pbm.sink.replies_to(asked)
+        # pasted back without quote marks, as some clients forward: only
+        # knowing our mail's text tells its lines from commands
+        quoted = reply.get_body(("plain",)).get_content()
+        msg = pbm.build("dora@example.org", "dg1", f"$$ {PASSWORD} $$\nGIVE 1 TO dora\n\n{quoted}",
+                        headers={"In-Reply-To": reply["Message-ID"], "References": reply["Message-ID"]})
+        store_messages(db, [(msg["From"], [msg["To"]], bytes(msg))])
+        assert worker.run_once() and outbound.run_once() == 1
+    [answer] = pbm.sink.replies_to(msg["Message-ID"])
+    body = answer.get_body(("plain",)).get_content()
+    commands = body.split("Your commands:", 1)[1].split("\n\n", 1)[0]
+    assert "> GIVE 1 TO dora" in commands
+    assert "JOIN" not in commands and "Hello dora" not in commands  # the quoted reply was left out
+
+
+@pytest.mark.nodb
+def test_the_boundary_never_occurs_inside_a_part():
+    """One boundary per process: a text that holds it word for word still
+    makes two whole parts (quoted-printable writes every "=" as "=3D")."""
+    from pbm_server.base.settings import Settings
+
+    composer = Composer(Settings(domain="pbm.test"))
+    evil = f"--{BOUNDARY}\nContent-Type: text/html\n\n<b>forged</b>\n--{BOUNDARY}--\n"
+    _, raw = composer.message(to_addr="x@example.org", to_name="x", from_local="pbm", subject="s",
+                              body=Rendered(evil, f"<p>{evil}</p>"), auto="auto-replied",
+                              now=__import__("datetime").datetime(2026, 11, 26, 12, 0))
+    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    parts = list(msg.iter_parts())
+    assert [p.get_content_type() for p in parts] == ["text/plain", "text/html"]
+    assert f"--{BOUNDARY}" in parts[0].get_content() and "<b>forged</b>" in parts[0].get_content()
+
+
+@pytest.mark.parametrize("name,value", [
+    ("Subject", "dg1: your orders (turn 3)"),
+    ("Subject", "a subject long enough to be folded over more than one line of the mail, " * 2),
+    ("Subject", "Grüße aus Köln"),
+    ("From", '"pbm-server" <dg1@pbm.test>'),
+    ("To", "dora@example.org"),
+    ("References", " ".join(f"<{n}.thread@pbm.test>" for n in range(12))),
+])
+@pytest.mark.nodb
+def test_a_header_folded_from_the_cache_is_folded_as_the_email_package_folds_it(name, value):
+    plain = policy.SMTP.clone(linesep="\r\n")
+    for _ in range(2):  # the second from the cache
+        ours = SMTP_POLICY.fold_binary(name, SMTP_POLICY.header_store_parse(name, value)[1])
+        assert ours == plain.fold_binary(name, plain.header_store_parse(name, value)[1])
+
+
+@sqlite_only
+def test_the_listener_waits_for_its_turn_to_write(one_game):
+    """The listener's group commit takes the machine's writer turn like every
+    writer (a back end holding it makes the listener wait; SQLite's own
+    busy wait would poll with sleeps)."""
+    pbm = one_game
+    db = Database(pbm.db_url)
+    intake = IntakeWriter(db)
+    msg = pbm.build("dora@example.org", "dg1", "help")
+    done = threading.Event()
+    stored: list[list[list[int]]] = []
+    try:
+        with db.writer_turn():
+            t = threading.Thread(target=lambda: (stored.append(intake._fast.store([(msg["From"], [msg["To"]], bytes(msg))])),
+                                                 done.set()))
+            t.start()
+            assert not done.wait(0.3)  # the turn is held: nothing stored yet
+        t.join(10)
+        assert done.is_set() and len(stored[0]) == 1
+    finally:
+        db.dispose()
+
+
+@sqlite_only
+def test_delivery_lets_a_writer_of_its_process_go_first(one_game):
+    pbm = one_game
+    with _parts(pbm) as (db, worker, outbound):
+        _store(pbm, db, f"JOIN\n$$ {PASSWORD} $$")
+        assert worker.run_once()
+        result: list[int] = []
+        with db.writer_turn():
+            t = threading.Thread(target=lambda: result.append(outbound.run_once()))
+            t.start()
+            t.join(0.3)
+            assert pbm.sink.count() == 0  # it waits before it writes out and relays the reply
+        t.join(10)
+        assert result == [1] and pbm.sink.count() == 1
