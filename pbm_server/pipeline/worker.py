@@ -72,7 +72,7 @@ from pbm_server.pipeline.shunts import ShuntNotices
 from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.statecache import StateCache
 from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
-from pbm_server.store.lookup import Credentials, audit
+from pbm_server.store.lookup import Credentials, audit, load_games
 from pbm_server.store.models import Account, InboundMail, table
 
 log = logging.getLogger(__name__)
@@ -450,6 +450,7 @@ class Worker(Poller):
         failed: list[tuple[int, Exception]] = []
         try:
             with self.db.write(keys=keys, world=SHARED) as s:
+                load_games(s, self._games_of(preps))  # one SELECT for the batch's games
                 for prep in preps:
                     self.in_hand = prep.inbox_id
                     try:
@@ -483,6 +484,15 @@ class Worker(Poller):
         for inbox_id, fault in failed:
             self._counted = None  # shunt() sets its count back to 0
             self._failed(inbox_id, fault)
+
+    @staticmethod
+    def _games_of(preps: list[Prepared]) -> list[str]:
+        names = []
+        for prep in preps:
+            routed = prep.work.routed if prep.work is not None else None
+            if routed is not None and isinstance(routed.route, ToGame):
+                names.append(routed.route.name)
+        return names
 
     @staticmethod
     def _log_handled(prep: Prepared, row: InboxRow, ms: float) -> None:

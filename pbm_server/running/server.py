@@ -116,6 +116,9 @@ class Backend:
     def name(self) -> str:
         return "the HTTP side" if self.parts == ("http",) else f"back end {self.index + 1}"
 
+
+#: the GIL's switch interval in the listener's own process (see Server.start)
+LISTENER_SWITCH_SECONDS = 0.0002
 #: "streams in": a commit of at least INTAKE_GROUP mails within INTAKE_WINDOW seconds
 INTAKE_WINDOW = 0.05
 INTAKE_GROUP = 2
@@ -340,6 +343,11 @@ class Server:
             handler = InboundHandler(self.settings, writer, GameNames(self.db))
             controller = self.controller = make_controller(self.settings, handler)
             controller.start()
+            if self.split:
+                # the intake writer holds the machine's writer turn (SQLite) while
+                # it commits; each step back from SQLite needs the GIL, which the
+                # event loop would keep for up to the default 5 ms
+                sys.setswitchinterval(LISTENER_SWITCH_SECONDS)
         self._log_start()
 
     def _start_threads(self) -> None:

@@ -4,6 +4,7 @@ audit log every operation writes to."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,7 +40,26 @@ def server_key(session: Session, name: str) -> bytes:
     return bytes.fromhex(value)
 
 
+#: Session.info key: the games of a batch, loaded with one SELECT (load_games)
+_LOADED = "pbm_games_by_name"
+
+
+def load_games(session: Session, names: Iterable[str]) -> None:
+    """The games ``names`` (those that exist), loaded with one SELECT for
+    the :func:`find_game` calls of this session (a worker's batch, a mail
+    per game): the object each would have found, without a query each."""
+    wanted = sorted({n.lower() for n in names})
+    if wanted:
+        found = session.scalars(select(Game).where(Game.name.in_(wanted))).all()
+        session.info[_LOADED] = {g.name: g for g in found}
+
+
 def find_game(session: Session, name: str) -> Game | None:
+    loaded: dict[str, Game] | None = session.info.get(_LOADED)
+    if loaded is not None:
+        game = loaded.get(name.lower())
+        if game is not None and game in session and game.name == name.lower():  # not deleted, not renamed
+            return game
     return session.scalar(select(Game).where(Game.name == name.lower()))
 
 
