@@ -462,6 +462,12 @@ class Rules(Generic[MailT]):
         """Time-driven work between turns (digests, timeouts); None: nothing."""
         return None
 
+    @property
+    def ticks(self) -> bool:
+        """Does the kind do anything as time passes (its own :meth:`tick`)?
+        The scheduler leaves the games of other kinds alone between turns."""
+        return type(self).tick is not Rules.tick
+
     # -- what people see ----------------------------------------------------
     def players(self, state: State) -> list[str]:
         """Handles of the active players (who get ALL_PLAYERS notices)."""

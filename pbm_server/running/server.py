@@ -299,9 +299,10 @@ class Server:
             worker.close()
 
     def _run_outbound(self) -> None:
-        """Ten mails a pass while mail streams in (a claim and a mark commit
-        for each ten), resting after each as the workers do, so intake goes first."""
-        self.outbound.batch = lambda: 10 if self._intake_busy() else 100
+        """Twenty mails a pass while mail streams in (a claim and a mark commit
+        for each twenty: Outbound.MARK_BATCH), resting after each as the workers
+        do, so intake goes first."""
+        self.outbound.batch = lambda: self.outbound.MARK_BATCH if self._intake_busy() else 100
         self.outbound.run(after_busy=self._rest)
 
     # -- start / stop ---------------------------------------------------------------------
