@@ -157,6 +157,9 @@ class Worker(Poller):
         self._bounce_key: bytes | None = None
         self._db_failures = 0  # transient database errors in a row
         self.states = StateCache()  # decoded game states by version
+        #: the workers of this machine that share the waiting mail (pbm serve
+        #: sets it): a batch takes at most its share of the waiting games
+        self.sharers = 1
         #: the stages that run in the mail's write transaction
         self.executor = Executor(settings, composer, self.mailer, self.bounces, self.states)
         self.replier = Replier(settings, composer)
@@ -231,6 +234,10 @@ class Worker(Poller):
         # are busy), the whole look-ahead only if every route in it is taken
         for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
             waiting = self.waiting(limit=limit)
+            if self.sharers > 1 and limit == self.FIRST_LOOK:
+                # a fair share of the games waiting: the other workers find
+                # theirs now, not after this batch gave its routes back
+                n = min(n, max(1, -(-len({key for _, key in waiting}) // self.sharers)))
             for candidate, key in waiting:
                 if key in tried:
                     continue

@@ -157,6 +157,8 @@ class Server:
         #: settings.workers worker threads; they share nothing but the database
         #: (and, on SQLite, the set of routes being worked on: pbm_server/store/db.py)
         self.workers = [Worker(self.db, settings, self.composer) for _ in range(settings.workers)]
+        for w in self.workers:
+            w.sharers = backend_count(settings) * settings.workers
         self.worker = self.workers[0]
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
         index = os.environ.get(ENV_BACKEND)

@@ -153,3 +153,19 @@ def test_a_worker_that_finds_every_waiting_game_taken_looks_again_soon(four_game
         other.routes.release(game_key("b1"))
         assert worker.run_once()
         assert _status(db) == {waiting: "done"}
+
+
+def test_a_worker_sharing_the_mail_takes_its_share_of_the_waiting_games(four_games):
+    """Two workers on the machine (pbm serve sets ``sharers``): a pass takes
+    the oldest mail of half the waiting games, so the other worker finds the
+    rest at once instead of every route taken."""
+    pbm = four_games
+    with _worker(pbm) as (db, worker):
+        worker.sharers = 2
+        ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
+        assert worker.run_once()
+        assert _status(db) == {ids[0]: "done", ids[1]: "done", ids[2]: "new", ids[3]: "new"}
+        assert worker.run_once()  # two games wait: one is its share
+        assert sorted(_status(db).values()) == ["done", "done", "done", "new"]
+        assert worker.run_once()
+        assert set(_status(db).values()) == {"done"}
