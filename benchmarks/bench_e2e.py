@@ -3,8 +3,9 @@ accepted by the relay, latency, the CPU each process spends per mail, and the
 peak resident memory of `pbm serve`.
 
 `pbm serve` runs complete (listener, back ends, delivery, scheduler) with its
-relay pointed at a sink (an aiosmtpd process that records when it accepted
-each reply, by In-Reply-To).  The load client (benchmarks/smtpload.py) is a
+relay pointed at a sink that records when it accepted each reply, by
+In-Reply-To: Postfix's smtp-sink (``--relay postfix``, the default where
+/usr/sbin/smtp-sink is installed) or an aiosmtpd process (``--relay python``).  The load client (benchmarks/smtpload.py) is a
 process of its own; its CPU is reported beside the rate.  Each mail is one
 SMTP session carrying one command.  The mix (``--mix``):
 

@@ -134,7 +134,8 @@ class _UnixSocket:
 
 
 def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.AddressedSink,
-              burst: int, warm: int, tmp: Path, profile: Path | None = None, workers: int = 1) -> dict:
+              burst: int, warm: int, tmp: Path, profile: Path | None = None, workers: int = 1,
+              extra_env: dict | None = None) -> dict:
     db_url, drop = fresh_database(tmp, pg)
     serves: list[netns.HostServe] = []
     try:
@@ -151,6 +152,7 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
             "PBM_SMTP_MAX_SESSIONS_PER_CLIENT": "1000",
             "PBM_SMTP_MAX_SESSIONS": "2000",
             "PBM_WORKERS": str(workers),
+            **(extra_env or {}),
         }
         count = 1 if config == "a" else 2
         for i in range(count):
@@ -243,7 +245,8 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
 
 
 def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: str = "auto",
-        socket_dir: str = "/var/run/postgresql", profile: str | None = None, workers: int = 1) -> dict:
+        socket_dir: str = "/var/run/postgresql", profile: str | None = None, workers: int = 1,
+        extra_env: dict | None = None) -> dict:
     why = netns.missing()
     if why:
         return {"skipped": why}
@@ -260,7 +263,7 @@ def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: s
                 print(f"hosts: round {r + 1}, {config} ...", file=sys.stderr, flush=True)
                 prof = Path(profile) / f"r{r + 1}{config}" if profile else None
                 out.append(dict(one_round(config, pg, hosts, fwd, sink, burst, warm, tmp / f"r{r}{config}", prof,
-                                          workers),
+                                          workers, extra_env),
                                 round=r + 1))
         finally:
             sink.stop()
@@ -272,6 +275,7 @@ def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: s
         "mails": "order mails with $$password$$ into 20 giveaway games of 10 (the today mix)",
         "forwarder": fwd.kind,
         "workers_per_back_end": workers,
+        "settings": extra_env or {},
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "a_one_host_one_core_mails_per_second": a,
         "b_two_hosts_two_cores_mails_per_second": b,
@@ -295,5 +299,8 @@ if __name__ == "__main__":
                     help="sample each host's processes with py-spy during the burst (collapsed stacks in DIR; "
                          "the sampling costs CPU: not for figures)")
     ap.add_argument("--workers", type=int, default=1, help="PBM_WORKERS: worker threads in each back end (default 1)")
+    ap.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="more settings for every host's pbm serve")
     a = ap.parse_args()
-    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm, a.forwarder, a.socket_dir, a.profile, a.workers), indent=2))
+    env = dict(pair.split("=", 1) for pair in a.env)
+    print(json.dumps(run(a.postgres, a.rounds, a.burst, a.warm, a.forwarder, a.socket_dir, a.profile, a.workers, env),
+                     indent=2))

@@ -222,8 +222,8 @@ class Settings:
     )
     backends: int = _setting(
         0, "back-end processes pbm serve starts beside the listener (with PBM_SERVE_PROCESSES=2); each also "
-        "delivers the outbox, the first runs the scheduler; 0: one on SQLite (one writer at a time), one per CPU "
-        "core, at most 4, on PostgreSQL", _backends,
+        "delivers the outbox, the first runs the scheduler; 0: one per CPU core, at most 2 on SQLite (one writer "
+        "at a time), at most 4 on PostgreSQL", _backends,
     )
     workers: int = _setting(
         1, "worker threads processing mail in each back end; mails of different games run side by side, "

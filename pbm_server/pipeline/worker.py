@@ -160,6 +160,7 @@ class Worker(Poller):
         #: the workers of this machine that share the waiting mail (pbm serve
         #: sets it): a batch takes at most its share of the waiting games
         self.sharers = 1
+        self._others_seen = -1e9  # when a route was last found taken by another worker
         #: the stages that run in the mail's write transaction
         self.executor = Executor(settings, composer, self.mailer, self.bounces, self.states)
         self.replier = Replier(settings, composer)
@@ -234,15 +235,17 @@ class Worker(Poller):
         # are busy), the whole look-ahead only if every route in it is taken
         for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
             waiting = self.waiting(limit=limit)
-            if self.sharers > 1 and limit == self.FIRST_LOOK:
+            sharers = self._sharers()
+            if sharers > 1 and limit == self.FIRST_LOOK:
                 # a fair share of the games waiting: the other workers find
                 # theirs now, not after this batch gave its routes back
-                n = min(n, max(1, -(-len({key for _, key in waiting}) // self.sharers)))
+                n = min(n, max(1, -(-len({key for _, key in waiting}) // sharers)))
             for candidate, key in waiting:
                 if key in tried:
                     continue
                 tried.add(key)
                 if not self.routes.take(key):
+                    self._others_seen = time.monotonic()
                     continue  # another worker is on this game
                 # under the key, the mail's preparation looks again for the
                 # route's oldest waiting mail (Worker.first_of_route)
@@ -257,6 +260,18 @@ class Worker(Poller):
             # the whole poll interval (nobody wakes us when they are done)
             self.look_again_in(self.BUSY_ELSEWHERE_SECONDS)
         return picked
+
+    #: how long a route found taken by another worker counts as a sign of
+    #: other workers (another host's, whom ``sharers`` does not know of)
+    OTHERS_SEEN_SECONDS = 1.0
+
+    def _sharers(self) -> int:
+        """The workers sharing the waiting mail: those of this machine
+        (``sharers``), and at least one more while another's routes were
+        seen lately."""
+        if time.monotonic() - self._others_seen < self.OTHERS_SEEN_SECONDS:
+            return max(self.sharers, 2)
+        return self.sharers
 
     def next_id(self) -> int | None:
         """The oldest waiting mail (for tools and tests; the loop uses pick)."""

@@ -85,21 +85,23 @@ HTTP_NICE = 10
 
 #: back ends when PBM_BACKENDS is 0: one per core, at most this many
 AUTO_BACKENDS_MAX = 4
+#: the same on SQLite
+AUTO_BACKENDS_SQLITE = 2
 
 
 def backend_count(settings: Settings) -> int:
-    """PBM_BACKENDS, or by default: one on SQLite, where writes go one at a
-    time and a second back end gained nothing dependable (docs/scaling.md);
-    one per core, at most 4, on PostgreSQL."""
+    """PBM_BACKENDS, or by default one per core: at most 2 on SQLite, where
+    writes go one at a time (a third gained nothing; the second about 1.2x
+    and a tenth of the wait in a burst: docs/scaling.md), at most 4 on
+    PostgreSQL."""
     if settings.backends:
         return settings.backends
-    if settings.database_url.startswith("sqlite"):
-        return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(cores, AUTO_BACKENDS_MAX))
+    most = AUTO_BACKENDS_SQLITE if settings.database_url.startswith("sqlite") else AUTO_BACKENDS_MAX
+    return max(1, min(cores, most))
 
 
 class Backend:

@@ -169,3 +169,19 @@ def test_a_worker_sharing_the_mail_takes_its_share_of_the_waiting_games(four_gam
         assert sorted(_status(db).values()) == ["done", "done", "done", "new"]
         assert worker.run_once()
         assert set(_status(db).values()) == {"done"}
+
+
+def test_a_worker_that_met_another_s_route_takes_half_the_waiting_games(four_games):
+    """Another host's worker (which ``sharers`` does not count) shows itself
+    by the routes it holds: for a while after meeting one, a pass takes at
+    most half of the waiting games."""
+    pbm = four_games
+    with _worker(pbm) as (db, worker), _worker(pbm) as (_, other):
+        first = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
+        assert other.routes.take(game_key("b1"))
+        assert worker.run_once()  # b2, b3, b4: it learns of the other worker only now
+        assert [_status(db)[i] for i in first] == ["new", "done", "done", "done"]
+        other.routes.release(game_key("b1"))
+        later = store_messages(db, [_join(pbm, n, g, subject="again") for n, g in enumerate(GAMES) if g != "b1"])
+        assert worker.run_once()  # four games wait: two are its share
+        assert sorted(_status(db)[i] for i in [first[0], *later]) == ["done", "done", "new", "new"]

@@ -149,14 +149,14 @@ def test_relay_settings_are_checked_and_the_password_file_is_secret(tmp_path):
     assert load_settings({"PBM_RELAY_EHLO_NAME": "mx.example.org"}).ehlo_name == "mx.example.org"
 
 
-def test_back_ends_by_default_one_on_sqlite_one_per_core_on_postgresql():
-    """`pbm serve` with PBM_BACKENDS=0: SQLite takes one writer at a time, so
-    one back end; PostgreSQL one per core (at most 4); a number is kept."""
+def test_back_ends_by_default_one_per_core_at_most_two_on_sqlite_four_on_postgresql():
+    """`pbm serve` with PBM_BACKENDS=0: one back end per core, at most two on
+    SQLite (one writer at a time), four on PostgreSQL; a number is kept."""
     import os
 
     from pbm_server.running.server import backend_count
 
     cores = len(os.sched_getaffinity(0))
-    assert backend_count(load_settings({"PBM_DATABASE_URL": "sqlite:///x.db"})) == 1
+    assert backend_count(load_settings({"PBM_DATABASE_URL": "sqlite:///x.db"})) == max(1, min(cores, 2))
     assert backend_count(load_settings({"PBM_DATABASE_URL": "postgresql://u@h/db"})) == max(1, min(cores, 4))
     assert backend_count(load_settings({"PBM_DATABASE_URL": "sqlite:///x.db", "PBM_BACKENDS": "2"})) == 2
