@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import netns  # noqa: E402
 from benchmarks.bench_e2e import _replies, prepare  # noqa: E402
-from benchmarks.servers import alternate, fresh_database, paired_ratio, py_spy  # noqa: E402
+from benchmarks.servers import PostfixSink, alternate, fresh_database, paired_ratio, py_spy  # noqa: E402
 from benchmarks.smtpload import LoadProcess, LoadSpec  # noqa: E402
 
 DOMAIN = "pbm.localhost"
@@ -133,7 +133,7 @@ class _UnixSocket:
         pass
 
 
-def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.AddressedSink,
+def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.AddressedSink | PostfixSink,
               burst: int, warm: int, tmp: Path, profile: Path | None = None, workers: int = 1,
               extra_env: dict | None = None) -> dict:
     db_url, drop = fresh_database(tmp, pg)
@@ -257,7 +257,8 @@ def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: s
     with netns.Hosts(2, tag="bench", net=2) as hosts, (
             _UnixSocket(socket_dir) if forwarder == "unix"
             else _Forwarder(hosts.gateway, use_socat=None if forwarder == "auto" else forwarder == "socat")) as fwd:
-        sink = netns.AddressedSink(hosts.gateway)
+        # the relay: Postfix's smtp-sink where installed (C: the two cores go to the hosts)
+        sink = PostfixSink(hosts.gateway) if PostfixSink.available() else netns.AddressedSink(hosts.gateway)
         try:
             for r, config in alternate(["a", "b"], rounds):  # a b, b a, a b, ...
                 print(f"hosts: round {r + 1}, {config} ...", file=sys.stderr, flush=True)
@@ -274,6 +275,7 @@ def run(pg: str, rounds: int = 3, burst: int = 2000, warm: int = 3, forwarder: s
         "database": "postgresql",
         "mails": "order mails with $$password$$ into 20 giveaway games of 10 (the today mix)",
         "forwarder": fwd.kind,
+        "relay_sink": "postfix smtp-sink" if isinstance(sink, PostfixSink) else "aiosmtpd",
         "workers_per_back_end": workers,
         "settings": extra_env or {},
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
