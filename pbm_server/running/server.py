@@ -91,8 +91,8 @@ AUTO_BACKENDS_SQLITE = 2
 
 def backend_count(settings: Settings) -> int:
     """PBM_BACKENDS, or by default one per core: at most 2 on SQLite, where
-    writes go one at a time (the second gives 1.15x and half the wait in a
-    burst, a third nothing: docs/scaling.md), at most 4 on PostgreSQL."""
+    writes go one at a time (the second gives 1.15-1.30x and half the wait
+    in a burst, a third nothing: docs/scaling.md), at most 4 on PostgreSQL."""
     if settings.backends:
         return settings.backends
     try:
