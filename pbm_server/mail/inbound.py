@@ -172,7 +172,6 @@ class _SqliteInbox:
             raise
         return _per_item(range(last - len(rows) + 1, last + 1), made)
 
-
     def _insert(self, con: Any, rows: list[tuple[Any, ...]]) -> int:
         """The rows in one transaction; the id of the last."""
         con.execute("BEGIN IMMEDIATE")

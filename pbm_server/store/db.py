@@ -241,11 +241,11 @@ class _WriterTurn(_BesideFile):
         finally:
             self.mutex.release()
 
-
     def wait_idle(self) -> None:
-        """Return once no thread of this process holds the turn."""
-        with self.mutex:
-            pass
+        """Return once no thread of this process holds the turn (or after
+        ``WAIT`` seconds, as a writer that does not get its turn goes on)."""
+        if self.mutex.acquire(timeout=self.WAIT):
+            self.mutex.release()
 
 
 def _sqlite_file(url: str) -> str | None:
