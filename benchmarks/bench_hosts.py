@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import netns  # noqa: E402
 from benchmarks.bench_e2e import _replies, prepare  # noqa: E402
-from benchmarks.servers import PostfixSink, alternate, fresh_database, paired_ratio, py_spy  # noqa: E402
+from benchmarks.servers import PostfixSink, alternate, cpu_seconds, fresh_database, paired_ratio, py_spy  # noqa: E402
 from benchmarks.smtpload import LoadProcess, LoadSpec  # noqa: E402
 
 DOMAIN = "pbm.localhost"
@@ -81,15 +81,6 @@ def _pg_transactions(db_url: str) -> int:
                                  {"d": url.database}).scalar() or 0)
     finally:
         admin.dispose()
-
-
-def _own_cpu(pid: int) -> float:
-    """utime + stime of one process (0 if it is gone)."""
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _load(targets: list[netns.HostServe], mails: list, count: int, start: int, tag: str) -> tuple[list, float, float]:
@@ -174,8 +165,8 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
         time.sleep(1.2)  # PostgreSQL's back ends report their counts at most once a second
         xacts0 = _pg_transactions(db_url)
         cpu0 = {
-            "hosts": {i: (_own_cpu(lp), sum(_own_cpu(p) for p in bps)) for i, (lp, bps) in host_pids.items()},
-            "postgresql": {p: _own_cpu(p) for p in pg_pids},
+            "hosts": {i: (cpu_seconds(lp), sum(cpu_seconds(p) for p in bps)) for i, (lp, bps) in host_pids.items()},
+            "postgresql": {p: cpu_seconds(p) for p in pg_pids},
             "forwarder": fwd.cpu(),
             "sink": netns.tree_cpu(sink.proc.pid),
         }
@@ -200,9 +191,9 @@ def one_round(config: str, pg: str, hosts: netns.Hosts, fwd, sink: netns.Address
         hosts_cpu = {}
         for i, (lp, bps) in host_pids.items():
             l0, b0 = cpu0["hosts"][i]
-            hosts_cpu[i] = (_own_cpu(lp) - l0, sum(_own_cpu(p) for p in bps) - b0)
+            hosts_cpu[i] = (cpu_seconds(lp) - l0, sum(cpu_seconds(p) for p in bps) - b0)
         pg_now = _pg_backends(db_url)
-        pg_cpu = sum(_own_cpu(p) - cpu0["postgresql"].get(p, 0.0) for p in set(pg_pids) | set(pg_now))
+        pg_cpu = sum(cpu_seconds(p) - cpu0["postgresql"].get(p, 0.0) for p in set(pg_pids) | set(pg_now))
         fwd_cpu = fwd.cpu() - cpu0["forwarder"]
         sink_cpu = netns.tree_cpu(sink.proc.pid) - cpu0["sink"]
         time.sleep(1.2)

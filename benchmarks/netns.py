@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.servers import RelaySink
+from benchmarks.servers import RelaySink, descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,20 +63,6 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 # -- CPU of a process tree ---------------------------------------------------------------------
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every live process below it."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            try:
-                todo += [int(k) for k in (task / "children").read_text().split()]
-            except OSError:
-                pass
-    return out
-
-
 def tree_cpu(pid: int) -> float:
     """CPU seconds (user + system) of ``pid`` and its descendants, including
     those that already exited and were waited for (their time is in their

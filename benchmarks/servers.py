@@ -296,14 +296,8 @@ class PbmServe:
         return self
 
     def pids(self) -> list[int]:
-        """`pbm serve` and its child processes."""
-        out = [self.proc.pid]
-        for task in Path(f"/proc/{self.proc.pid}/task").glob("*"):
-            try:
-                out += [int(k) for k in (task / "children").read_text().split()]
-            except OSError:
-                pass
-        return out
+        """`pbm serve` and its processes (back ends, HTTP side), itself first."""
+        return descendants(self.proc.pid)
 
     def groups(self) -> dict[str, list[int]]:
         """The processes of `pbm serve` by part: ``listener`` (the process
@@ -330,6 +324,20 @@ class PbmServe:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every live process below it."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                todo += [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return out
 
 
 def cpu_seconds(pid: int) -> float:

@@ -107,6 +107,8 @@ def test_a_reply_written_out_again_is_the_same_mail(one_game):
 def test_a_row_that_cannot_be_written_out_fails_alone_and_delivery_goes_on(one_game):
     pbm = one_game
     with _parts(pbm) as (db, worker, outbound):
+        told: list[str] = []  # what pbm serve tells the GM of a failed delivery (on_failed)
+        outbound.on_failed = lambda _s, row: told.append(row.message_id)
         _, asked = _store(pbm, db, f"JOIN\n$$ {PASSWORD} $$")
         assert worker.run_once()
         with db.engine.begin() as c:  # a row before it whose parts are broken
@@ -117,6 +119,7 @@ def test_a_row_that_cannot_be_written_out_fails_alone_and_delivery_goes_on(one_g
         rows = {mid: (status, error) for mid, status, error in db.engine.connect().execute(
             text("SELECT message_id, status, last_error FROM outbox"))}
     assert rows["<broken@pbm.test>"][0] == "failed"
+    assert told == ["<broken@pbm.test>"]  # the GM hears of it as of any failed delivery
     assert "could not write this mail out" in rows["<broken@pbm.test>"][1]
     assert len(pbm.sink.replies_to(asked)) == 1  # the good reply went all the same
     assert [m for m in pbm.sink.all() if m[1]["Message-ID"] == "<broken@pbm.test>"] == []
