@@ -235,8 +235,7 @@ class Worker(Poller):
         # are busy), the whole look-ahead only if every route in it is taken
         for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
             waiting = self.waiting(limit=limit)
-            sharers = self._sharers()
-            if sharers > 1 and limit == self.FIRST_LOOK:
+            if limit == self.FIRST_LOOK and (sharers := self._sharers()) > 1:
                 # a fair share of the games waiting: the other workers find
                 # theirs now, not after this batch gave its routes back
                 n = min(n, max(1, -(-len({key for _, key in waiting}) // sharers)))
