@@ -161,6 +161,7 @@ class Worker(Poller):
         #: sets it): a batch takes at most its share of the waiting games
         self.sharers = 1
         self._others_seen = -1e9  # when a route was last found taken by another worker
+        self.prepare_threads = self.PREPARE_THREADS
         #: the stages that run in the mail's write transaction
         self.executor = Executor(settings, composer, self.mailer, self.bounces, self.states)
         self.replier = Replier(settings, composer)
@@ -416,14 +417,15 @@ class Worker(Poller):
             self.in_hand = self._counted = prep.inbox_id
             self._commit_one(prep, {route_of[prep.inbox_id]}, started)
 
-    #: threads preparing a batch's mails side by side: the password checks
-    #: (Argon2, about 20 ms of CPU each) release the interpreter lock, so a
-    #: deadline rush of first mails uses every core, not one
+    #: threads preparing a batch's mails side by side (pbm serve sets
+    #: ``prepare_threads`` from the cores and the workers sharing them): the
+    #: password checks (Argon2, about 20 ms of CPU each) release the
+    #: interpreter lock, so a deadline rush of first mails uses every core
     PREPARE_THREADS = max(1, min(4, os.cpu_count() or 1))
 
     def _prepare_all(self, ids: list[int]) -> list[tuple[int, Prepared | None, Exception | None]]:
         """Each mail prepared in a read transaction of its own, side by side
-        on PREPARE_THREADS threads; (id, what was prepared, what it raised)."""
+        on ``prepare_threads`` threads; (id, what was prepared, what it raised)."""
         def one(inbox_id: int) -> tuple[int, Prepared | None, Exception | None]:
             try:
                 with self.db.read() as s:
@@ -431,10 +433,10 @@ class Worker(Poller):
             except Exception as exc:
                 return inbox_id, None, exc
 
-        if len(ids) < 2 or self.PREPARE_THREADS < 2:
+        if len(ids) < 2 or self.prepare_threads < 2:
             return [one(i) for i in ids]
         if self._preparers is None:
-            self._preparers = ThreadPoolExecutor(self.PREPARE_THREADS, thread_name_prefix="prepare")
+            self._preparers = ThreadPoolExecutor(self.prepare_threads, thread_name_prefix="prepare")
         return list(self._preparers.map(one, ids))
 
     def _firsts(self, picked: list[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -89,16 +89,21 @@ AUTO_BACKENDS_MAX = 4
 AUTO_BACKENDS_SQLITE = 2
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, e.g. under taskset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def backend_count(settings: Settings) -> int:
     """PBM_BACKENDS, or by default one per core: at most 2 on SQLite, where
     writes go one at a time (the second gives 1.15-1.30x and half the wait
     in a burst, a third nothing: docs/scaling.md), at most 4 on PostgreSQL."""
     if settings.backends:
         return settings.backends
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     most = AUTO_BACKENDS_SQLITE if settings.database_url.startswith("sqlite") else AUTO_BACKENDS_MAX
     return max(1, min(cores, most))
 
@@ -158,8 +163,12 @@ class Server:
         #: settings.workers worker threads; they share nothing but the database
         #: (and, on SQLite, the set of routes being worked on: pbm_server/store/db.py)
         self.workers = [Worker(self.db, settings, self.composer) for _ in range(settings.workers)]
+        sharers = backend_count(settings) * settings.workers
         for w in self.workers:
-            w.sharers = backend_count(settings) * settings.workers
+            w.sharers = sharers
+            # the password checks of all workers together on as many threads as
+            # there are cores: more only share a core's caches (docs/scaling.md)
+            w.prepare_threads = max(1, usable_cores() // sharers)
         self.worker = self.workers[0]
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
         index = os.environ.get(ENV_BACKEND)

@@ -166,7 +166,7 @@ async def _small_body(request: Request) -> bytes | None:
 def _environment() -> Environment:
     return Environment(loader=PackageLoader(TEMPLATE_PACKAGE, "."),
                        autoescape=select_autoescape(enabled_extensions=("html", "xml"), default_for_string=True),
-                       trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined)
+                       trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined, auto_reload=False)
 
 
 def make_app(db: Database, settings: Settings | None = None) -> Starlette:

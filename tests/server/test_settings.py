@@ -160,3 +160,21 @@ def test_back_ends_by_default_one_per_core_at_most_two_on_sqlite_four_on_postgre
     assert backend_count(load_settings({"PBM_DATABASE_URL": "sqlite:///x.db"})) == max(1, min(cores, 2))
     assert backend_count(load_settings({"PBM_DATABASE_URL": "postgresql://u@h/db"})) == max(1, min(cores, 4))
     assert backend_count(load_settings({"PBM_DATABASE_URL": "sqlite:///x.db", "PBM_BACKENDS": "2"})) == 2
+
+
+@pytest.mark.parametrize("backends, workers", [("1", "1"), ("2", "1"), ("1", "2"), ("3", "1")])
+def test_password_checks_run_on_as_many_threads_as_there_are_cores(tmp_path, backends, workers):
+    """A deadline rush is Argon2 checks side by side: all back ends and their
+    workers together check on one thread per core (more would only share a
+    core's caches and make each check dearer), and always on at least one."""
+    from pbm_server.running.server import Server, usable_cores
+
+    settings = load_settings({"PBM_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}", "PBM_BACKENDS": backends,
+                              "PBM_WORKERS": workers})
+    server = Server(settings, parts=("worker",), processes=1)
+    sharers = int(backends) * int(workers)
+    threads = [w.prepare_threads for w in server.workers]
+    assert len(threads) == int(workers) and min(threads) >= 1
+    total = sum(threads) * int(backends)
+    assert total <= max(usable_cores(), sharers)  # no core shared by two checks while another idles
+    assert total > usable_cores() - sharers  # and no more than sharers - 1 cores left without one
