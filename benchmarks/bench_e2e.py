@@ -19,12 +19,17 @@ SMTP session carrying one command.  The mix (``--mix``):
 * ``rush``: a deadline rush: ``burst`` distinct players (default 2,000, in
   giveaway games of 10, each account with its own password hash) send one
   order each, in a shuffled order.  No mail from these players comes
-  before, so every mail pays its Argon2 check.  Beside it the run measures
-  the Argon2 ceiling on this machine: the CPU time of one check by the
-  server's own hasher (pbm_server.accounts.passwords.verify_password, its
-  cache off), timed over ``--argon2-checks`` checks, and ceiling = usable
-  cores / that time, in mails per second; reported: rate / ceiling (goal of
-  issue 30: at least 0.8).
+  before, so every mail pays its Argon2 check.  Beside every rush
+  measurement the run measures the Argon2 ceiling on this machine: the
+  checks per second it manages doing nothing else, every usable core
+  checking at once (one process each) with the server's own hasher
+  (pbm_server.accounts.passwords.verify_password, its cache off), each over
+  ``--argon2-checks`` checks: ceiling = usable cores / the median CPU time of
+  a check.  Reported: rate / ceiling, the goal of issue 30 (at least 0.8),
+  paired by measurement.  Also reported, for comparison, the ceiling from one
+  check at a time on an otherwise idle machine (``one_check``): faster per
+  check, because an Argon2 check is memory-hard and the cores share caches
+  and memory bandwidth, but a rate no machine doing only checks reaches.
 * ``help``: ``help`` to pbm@ from one of 2,000 senders (no password).
 
 The accounts and games are made once, before any server starts
@@ -288,17 +293,19 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
         mails, warm_mails = prepare(mix, template_url, burst)
         setup_seconds = time.monotonic() - t0
         runs: dict[str, list[dict]] = {label: [] for label in configs}
-        argon2: list[float] = []
-        argon2_all = argon2_cpu_seconds_all_cores(argon2_checks) if mix == "rush" else None
+        argon2: list[float] = []  # one check at a time
+        argon2_all: list[float] = []  # every core checking at once
         for r, label in alternate(list(configs), rounds):
             print(f"  e2e {mix}: round {r + 1}/{rounds}, {label} ...", file=sys.stderr, flush=True)
-            if mix == "rush":  # the ceiling beside every rush measurement
+            if mix == "rush":  # the ceilings beside every rush measurement
                 argon2.append(argon2_cpu_seconds(argon2_checks))
+                argon2_all.append(argon2_cpu_seconds_all_cores(argon2_checks))
             runs[label].append(measure(tmp / f"{label}-{r}", template_url, mix, mails, warm_mails,
                                        {**(extra_env or {}), **configs[label]}, burst, seconds, load_share, concurrency,
                                        Path(profile) / f"r{r + 1}-{label}" if profile else None, relay))
             if mix == "rush":
-                runs[label][-1]["argon2_cpu_ms_per_check"] = round(argon2[-1] * 1000, 2)
+                runs[label][-1]["argon2_cpu_ms_per_check"] = round(argon2_all[-1] * 1000, 2)
+                runs[label][-1]["argon2_cpu_ms_per_check_one_at_a_time"] = round(argon2[-1] * 1000, 2)
     finally:
         drop()
         for suffix in ("", "-wal", "-shm", "-write", "-routes"):  # the SQLite template (the servers' logs stay)
@@ -321,19 +328,24 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
                                                 [x["per_second"] for x in runs[b]], 2)
     if mix == "rush":
         cores = usable_cores()
-        cost = statistics.median(argon2)
-        out["argon2"] = {"cpu_ms_per_check": round(cost * 1000, 2),
-                         "cpu_ms_per_check_rounds": [round(x * 1000, 2) for x in argon2],
-                         "usable_cores": cores, "ceiling_per_second": round(cores / cost, 1),
-                         # for comparison: every core checking at once (measured once, before the rounds)
-                         "cpu_ms_per_check_all_cores_at_once": round(argon2_all * 1000, 2),
-                         "ceiling_per_second_all_cores_at_once": round(cores / argon2_all, 1)}
+        cost, one = statistics.median(argon2_all), statistics.median(argon2)
+        out["argon2"] = {"usable_cores": cores, "checking": "every core at once, one process each",
+                         "cpu_ms_per_check": round(cost * 1000, 2),
+                         "cpu_ms_per_check_rounds": [round(x * 1000, 2) for x in argon2_all],
+                         "ceiling_per_second": round(cores / cost, 1),
+                         "one_check": {"checking": "one check at a time, the other cores idle",
+                                       "cpu_ms_per_check": round(one * 1000, 2),
+                                       "cpu_ms_per_check_rounds": [round(x * 1000, 2) for x in argon2],
+                                       "ceiling_per_second": round(cores / one, 1)}}
         for label in labels:
             rates = [x["per_second"] for x in runs[label]]
-            ceilings = [cores / (x["argon2_cpu_ms_per_check"] / 1000) for x in runs[label]]
-            out["configurations"][label]["rate_to_ceiling"] = paired_ratio(
-                f"rush mails/s / Argon2 ceiling ({label})", rates, ceilings, 2)
-        out["goal"] = "rate / ceiling at least 0.8"
+            for key, field in (("rate_to_ceiling", "argon2_cpu_ms_per_check"),
+                               ("rate_to_one_check_ceiling", "argon2_cpu_ms_per_check_one_at_a_time")):
+                ceilings = [cores / (x[field] / 1000) for x in runs[label]]
+                out["configurations"][label][key] = paired_ratio(
+                    f"rush mails/s / Argon2 ceiling{'' if key == 'rate_to_ceiling' else ' (one check at a time)'} "
+                    f"({label})", rates, ceilings, 2)
+        out["goal"] = "rate_to_ceiling at least 0.8"
     return out
 
 
