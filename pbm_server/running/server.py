@@ -171,6 +171,7 @@ class Server:
             w.prepare_threads = max(1, usable_cores() // sharers)
         self.worker = self.workers[0]
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
+        self.outbound.batch = self._delivery_batch
         index = os.environ.get(ENV_BACKEND)
         if index and index != "0":
             # the claims of each back end are its own, and stay its own across its restart
@@ -310,11 +311,13 @@ class Server:
         finally:
             worker.close()
 
-    def _run_outbound(self) -> None:
+    def _delivery_batch(self) -> int:
         """Twenty mails a pass while mail streams in (a claim and a mark commit
-        for each twenty: Outbound.MARK_BATCH), resting after each as the workers
-        do, so intake goes first."""
-        self.outbound.batch = lambda: self.outbound.MARK_BATCH if self._intake_busy() else 100
+        for each twenty: Outbound.MARK_BATCH), a hundred otherwise."""
+        return self.outbound.MARK_BATCH if self._intake_busy() else 100
+
+    def _run_outbound(self) -> None:
+        """Delivery, resting after each pass as the workers do, so intake goes first."""
         self.outbound.run(after_busy=self._rest)
 
     # -- start / stop ---------------------------------------------------------------------

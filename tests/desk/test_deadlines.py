@@ -243,3 +243,36 @@ def test_orders_received_before_the_deadline_count_even_if_processed_after(table
     held = pbm.sql("SELECT o.turn FROM orders o WHERE o.handle = 'carol'")
     assert held == [(1,)]
     assert t.runs() == 1 and t.turn() == 2
+
+
+def test_the_minute_tick_writes_only_for_the_kinds_that_tick(pbm_stopped):
+    """Between turns only curio (its clocks) and the sequence game (its
+    digests) do anything as time passes: the scheduler's tick opens a write
+    transaction for their games and leaves a giveaway game alone (a minute's
+    thousands of giveaway games would otherwise hold SQLite's one writer)."""
+    from pbm_server.base.settings import load_settings
+    from pbm_server.mail.compose import Composer
+    from pbm_server.play.notices import Mailer
+    from pbm_server.running.scheduler import Scheduler
+    from pbm_server.store.db import Database
+
+    pbm_stopped.new_game("giveaway", "give1")
+    pbm_stopped.new_game("curio", "cur1")
+    pbm_stopped.new_game("sequence", "four")
+    settings = load_settings(pbm_stopped.env)
+    db = Database(pbm_stopped.db_url)
+    written: list[list[str]] = []
+    write = db.write
+
+    def recording(*args, **kwargs):
+        written.append(sorted(kwargs.get("keys", ())))
+        return write(*args, **kwargs)
+
+    db.write = recording  # type: ignore[method-assign]
+    try:
+        Scheduler(db, settings, Mailer(Composer(settings))).run_ticks()
+    finally:
+        db.dispose()
+    touched = {key for keys in written for key in keys}
+    assert {"game:cur1", "game:four"} <= touched
+    assert "game:give1" not in touched

@@ -185,3 +185,34 @@ def test_a_worker_that_met_another_s_route_takes_half_the_waiting_games(four_gam
         later = store_messages(db, [_join(pbm, n, g, subject="again") for n, g in enumerate(GAMES) if g != "b1"])
         assert worker.run_once()  # four games wait: two are its share
         assert sorted(_status(db)[i] for i in [first[0], *later]) == ["done", "done", "new", "new"]
+
+
+def test_delivery_takes_twenty_replies_a_pass_while_mail_streams_in(pbm_stopped):
+    """While the listener hands over groups of mail, a delivery pass of `pbm
+    serve` relays and marks at most Outbound.MARK_BATCH (20) replies, so the
+    listener and the workers get the writer between its commits; once intake
+    is quiet, a pass takes what is due (up to 100)."""
+    from pbm_server.running.server import INTAKE_GROUP, Server
+
+    pbm = pbm_stopped
+    pbm.cli("account", "add", "p0", "p0@example.org", "--password", "batch-pass-0")
+    settings = load_settings({**pbm.env, "PBM_RELAY": f"127.0.0.1:{pbm.sink.port}"})
+    server = Server(settings, parts=("worker", "outbound"), processes=1)
+    try:
+        mails = []
+        for _ in range(30):
+            msg = pbm.build("p0@example.org", "pbm", "help\n$$batch-pass-0$$")
+            mails.append((msg["From"], [msg["To"]], bytes(msg)))
+        store_messages(server.db, mails)
+        while server.worker.run_once():
+            pass
+        with server.db.engine.connect() as c:
+            assert c.execute(text("SELECT count(*) FROM outbox")).scalar() == 30
+        server._wake_local(INTAKE_GROUP)  # a group of mails came in just now
+        assert server.outbound.step() == 20 and pbm.sink.count() == 20
+        server._last_intake = 0.0  # intake has been quiet for a while
+        assert server.outbound.step() == 10 and pbm.sink.count() == 30
+    finally:
+        server.outbound._end_session()
+        server.worker.close()
+        server.db.dispose()

@@ -218,3 +218,36 @@ def test_delivery_lets_a_writer_of_its_process_go_first(one_game):
             assert pbm.sink.count() == 0  # it waits before it writes out and relays the reply
         t.join(10)
         assert result == [1] and pbm.sink.count() == 1
+
+
+@sqlite_only
+def test_a_writer_turn_never_given_back_stalls_delivery_only_for_a_while(one_game, monkeypatch):
+    """A thread that keeps the writer turn (a write opened inside another,
+    a hung writer) makes delivery wait at most ``_WriterTurn.WAIT`` (60 s;
+    here half a second): then it writes out, relays and marks the reply
+    without the turn, SQLite's own lock still guarding the file."""
+    from pbm_server.store.db import _WriterTurn
+
+    monkeypatch.setattr(_WriterTurn, "WAIT", 0.5)
+    pbm = one_game
+    with _parts(pbm) as (db, worker, outbound):
+        _store(pbm, db, f"JOIN\n$$ {PASSWORD} $$")
+        assert worker.run_once()
+        result: list[int] = []
+        let_go = threading.Event()
+        holder = threading.Thread(target=lambda: _hold(db, let_go))
+        holder.start()
+        try:
+            t = threading.Thread(target=lambda: result.append(outbound.run_once()))
+            t.start()
+            t.join(20)
+            assert result == [1] and pbm.sink.count() == 1  # the turn is still held
+            assert pbm.sql("SELECT status FROM outbox")[0][0] == "sent"
+        finally:
+            let_go.set()
+            holder.join(10)
+
+
+def _hold(db: Database, let_go: threading.Event) -> None:
+    with db.writer_turn():
+        let_go.wait(30)
