@@ -67,7 +67,7 @@ from pbm_server.pipeline.authenticate import authenticate
 from pbm_server.pipeline.classify import Bounce, CommandMail, MailKind, classify, our_locals, read_commands
 from pbm_server.pipeline.execute import CommandWork, Executor, InboxRow
 from pbm_server.pipeline.reply import Replier
-from pbm_server.pipeline.route import NewGameOf, ToGame, route
+from pbm_server.pipeline.route import NewGameOf, Routed, ToGame, route
 from pbm_server.pipeline.shunts import ShuntNotices
 from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.statecache import StateCache
@@ -143,6 +143,17 @@ class Prepared:
         if self.work is not None:
             return self.work.actor
         return Actor(handle=None, email=self.mail.from_addr, authenticated=False)
+
+    @property
+    def routed(self) -> Routed | None:
+        """Where a command mail's lines go (None: another kind of mail)."""
+        return self.work.routed if self.work is not None else None
+
+    @property
+    def route(self) -> ToGame | NewGameOf | None:
+        """The game the mail's lines go to, or the kind of game they make."""
+        where = self.routed.route if self.routed is not None else None
+        return where if isinstance(where, (ToGame, NewGameOf)) else None
 
 
 class Worker(Poller):
@@ -510,19 +521,13 @@ class Worker(Poller):
 
     @staticmethod
     def _games_of(preps: list[Prepared]) -> list[str]:
-        names = []
-        for prep in preps:
-            routed = prep.work.routed if prep.work is not None else None
-            if routed is not None and isinstance(routed.route, ToGame):
-                names.append(routed.route.name)
-        return names
+        return [where.name for p in preps if isinstance(where := p.route, ToGame)]
 
     @staticmethod
     def _log_handled(prep: Prepared, row: InboxRow, ms: float) -> None:
         """One line per mail handled: inbox id, what it was, its game, sender, result, time."""
-        routed = prep.work.routed if prep.work is not None else None
-        where = routed.route if routed is not None else None
-        game = where.name if isinstance(where, ToGame) else where.kind if isinstance(where, NewGameOf) else None
+        where = prep.route
+        game = where.name if isinstance(where, ToGame) else where.kind if where is not None else None
         kind = type(prep.kind).__name__
         log.info("mail %s (%s%s) from %s: %s%s, %.1f ms", row.id, kind, f", game {game}" if game else "",
                  prep.mail.from_addr or "<>", row.status, f" ({row.note})" if row.note else "", ms,
@@ -538,10 +543,10 @@ class Worker(Poller):
         if prep.actor.is_gm:
             return [], EXCLUSIVE
         keys = []
-        routed = prep.work.routed if prep.work is not None else None
+        routed = prep.routed
         if isinstance(prep.kind, Bounce) or (routed is not None and routed.server_lines):
             keys.append(SERVER_KEY)
-        where = routed.route if routed is not None else None
+        where = prep.route
         if isinstance(where, ToGame):
             keys.append(game_key(where.name))
         elif isinstance(where, NewGameOf):

@@ -164,11 +164,11 @@ class Server:
         #: (and, on SQLite, the set of routes being worked on: pbm_server/store/db.py)
         self.workers = [Worker(self.db, settings, self.composer) for _ in range(settings.workers)]
         sharers = backend_count(settings) * settings.workers
+        # the password checks of all workers together on as many threads as
+        # there are cores: more only share a core's caches (docs/scaling.md)
+        checkers = max(1, usable_cores() // sharers)
         for w in self.workers:
-            w.sharers = sharers
-            # the password checks of all workers together on as many threads as
-            # there are cores: more only share a core's caches (docs/scaling.md)
-            w.prepare_threads = max(1, usable_cores() // sharers)
+            w.sharers, w.prepare_threads = sharers, checkers
         self.worker = self.workers[0]
         self.outbound = Outbound(self.db, settings, on_failed=self._delivery_failed)
         self.outbound.batch = self._delivery_batch

@@ -104,6 +104,26 @@ def test_a_reply_written_out_again_is_the_same_mail(one_game):
     assert bytes(first) == bytes(second)  # word for word, the boundary too
 
 
+def test_a_reply_written_out_is_the_mail_the_servers_composer_writes(one_game):
+    """Delivery writes a reply out from its parts alone (compose.written_out),
+    not with the server's settings: the parts must carry all that the
+    server's own Composer.message would use, so both write the same bytes."""
+    from datetime import datetime, timezone
+
+    pbm = one_game
+    settings = load_settings(pbm.env)
+    composer = Composer(settings)
+    fields = dict(to_addr="dora@example.org", to_name="dora", from_local="dg1", subject="dg1: your orders",
+                  body=Rendered(f"You gave 1.\n$${PASSWORD}$$ seen", "<p>You gave 1.</p>"), auto="auto-replied",
+                  now=datetime(2026, 11, 26, 18, 0, tzinfo=timezone.utc), in_reply_to="<asked@example.org>",
+                  references=["<first@example.org>", "<asked@example.org>"], secrets={PASSWORD},
+                  thread="<thread.dg1@" + settings.domain + ">")
+    message_id, raw = composer.deferred(**fields)
+    _, whole = composer.message(**fields, message_id=message_id)
+    assert written_out(raw) == whole
+    assert PASSWORD.encode() not in whole
+
+
 def test_a_row_that_cannot_be_written_out_fails_alone_and_delivery_goes_on(one_game):
     pbm = one_game
     with _parts(pbm) as (db, worker, outbound):
