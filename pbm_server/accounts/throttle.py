@@ -107,6 +107,24 @@ def _until(row: Any, now: datetime) -> datetime | None:
     return blocked
 
 
+@dataclass(frozen=True)
+class Check:
+    """A password check the gate let through (:meth:`CredentialGate.begin`),
+    waiting for its Argon2 hash."""
+
+    account: Account | Credentials | None
+    #: the account's handle (or the handle a line named, for an unknown account)
+    name: str
+    password: str
+    #: the mail comes from the account's own address
+    owner: bool
+
+    def run(self) -> bool:
+        """The slow part: does the password match?  (An unknown account is
+        checked against a dummy hash, so it takes as long.)"""
+        return verify_password(self.account.password_hash if self.account is not None else None, self.password)
+
+
 @dataclass
 class CredentialGate:
     """The credential checks of one mail."""
@@ -144,7 +162,17 @@ class CredentialGate:
         OK means the password matched.  For the counts it is a success only if
         the mail also comes from the account's address: the right password
         from another address counts as a failure, exactly like a wrong one, so
-        the throttle's behaviour never tells a guesser which guess was right."""
+        the throttle's behaviour never tells a guesser which guess was right.
+
+        In two steps, which a worker may hold apart to run a batch's hashing
+        back to back: :meth:`begin` (the verdict if one comes without hashing,
+        else the :class:`Check` to run) and :meth:`finish` (its result counted)."""
+        started = self.begin(account, password, handle)
+        return started if isinstance(started, str) else self.finish(started, started.run())
+
+    def begin(self, account: Account | Credentials | None, password: str, handle: str | None = None) -> str | Check:
+        """The verdict when none needs the hash (THROTTLED, UNCHECKED, or the
+        one this mail had already), else the check to run and then :meth:`finish`."""
         name = account.handle if account is not None else (handle or "")
         key = account_key(name)
         if key in self.checked:
@@ -157,11 +185,14 @@ class CredentialGate:
         if self._refused(account, name, owner):
             self.checked[key] = (password, THROTTLED)
             return THROTTLED
-        ok = verify_password(account.password_hash if account is not None else None, password)
+        return Check(account, name, password, owner)
+
+    def finish(self, check: Check, ok: bool) -> str:
+        """The verdict of a check that ran (``ok``: its password matched), counted."""
         verdict = OK if ok else WRONG
-        self.checked[key] = (password, verdict)
+        self.checked[account_key(check.name)] = (check.password, verdict)
         try:
-            self._record(name, account, ok and owner)
+            self._record(check.name, check.account, ok and check.owner)
         except Exception:  # counting must not lose the mail; the next check counts again
             log.exception("could not record a password check")
         return verdict

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from games.base import Actor, Command
 from pbm_server.accounts import confirm
 from pbm_server.accounts.passwords import MIN_PASSWORD, VERIFIED, verify_password
-from pbm_server.accounts.throttle import OK, THROTTLED, CredentialGate, unlock_codes
+from pbm_server.accounts.throttle import OK, THROTTLED, Check, CredentialGate, unlock_codes
 from pbm_server.base.settings import Settings
 from pbm_server.mail.mailtext import IncomingMail
 from pbm_server.mail.senderauth import unverified_reason
@@ -76,6 +76,8 @@ class Sender:
     #: only then may words of a mail without $$password$$ be hashed (_password_words)
     from_proven: bool = False
     notes: list[str] = field(default_factory=list)
+    #: the GM's address (PBM_GM_ADDRESS, lower case; "" if none)
+    gm_address: str = ""
 
     def vouch(self, s: Session, routed: Routed) -> Vouched:
         """The credentials of the routed lines, checked through the mail's
@@ -160,9 +162,55 @@ class Sender:
                 out.emails[acc.handle] = acc.email
 
 
+@dataclass
+class Authentication:
+    """A sender's authentication up to its password's hash
+    (:func:`begin_authentication`); :meth:`finish` takes the hash's result.
+    A worker holds the two apart to hash a whole batch's passwords back to
+    back: between Argon2 runs, which sweep 19 MiB through the core's caches,
+    the rest of each mail's work would run with cold caches, at about half
+    speed (docs/benchmarks.md, "Issue 30, fourth round")."""
+
+    sender: Sender
+    account: Credentials | None
+    #: the mail carried a $$password$$ that is looked at
+    asked: bool
+    #: the sender's password check, to run (None: nothing to hash)
+    check: Check | None = None
+    #: the verdict reached without hashing (throttled), if any
+    verdict: str | None = None
+
+    def finish(self, ok: bool | None, session: Session | None = None) -> Sender:
+        """The :class:`Sender`, given whether the password matched (None:
+        no check ran); ``session``: the read transaction the mail's next
+        stages use (the gate reads the throttle's counts in it)."""
+        found, gate = self.sender, self.sender.gate
+        if session is not None:
+            gate.session = session
+        verdict = self.verdict
+        if self.check is not None:
+            verdict = gate.finish(self.check, bool(ok))
+        authenticated = verdict == OK
+        if self.asked:
+            found.throttled = verdict == THROTTLED
+            found.bad_password = not authenticated
+        email = found.actor.email
+        is_gm = bool(found.gm_address) and email == found.gm_address and authenticated
+        found.actor = Actor(handle=self.account.handle if self.account else None, email=email,
+                            authenticated=authenticated, is_gm=is_gm)
+        return found
+
+
 def authenticate(s: Session, db: Database, settings: Settings, mail: IncomingMail, passwords: list[str],
                  now: datetime, on_lockout: OnLockout) -> Sender:
     """The sender of ``mail``, proved by the first of ``passwords`` if it can be."""
+    started = begin_authentication(s, db, settings, mail, passwords, now, on_lockout)
+    return started.finish(started.check.run() if started.check is not None else None)
+
+
+def begin_authentication(s: Session, db: Database, settings: Settings, mail: IncomingMail, passwords: list[str],
+                         now: datetime, on_lockout: OnLockout) -> Authentication:
+    """:func:`authenticate` up to the password's hash."""
     unverified = mail.from_problem  # a From whose display name is another address (senderauth.read_from)
     if settings.trusted_authserv_id and unverified is None:
         unverified = unverified_reason(mail.auth_results, settings.trusted_authserv_id, mail.from_addr)
@@ -173,20 +221,19 @@ def authenticate(s: Session, db: Database, settings: Settings, mail: IncomingMai
                                                                            code, now))
     account = credentials_by_email(s, mail.from_addr)
     found = Sender(Actor(handle=None, email=mail.from_addr, authenticated=False), gate, unverified=unverified,
-                   from_proven=bool(settings.trusted_authserv_id) and unverified is None)
-    authenticated = False
+                   from_proven=bool(settings.trusted_authserv_id) and unverified is None,
+                   gm_address=settings.gm_address.lower() if settings.gm_address else "")
     if passwords and unverified:
         found.notes.append(f"The sender of this mail could not be verified ({unverified}), so its password "
                            "was not checked and nothing that needs it was done.")
         passwords = []
+    started = Authentication(found, account, asked=bool(passwords))
     if passwords:
-        verdict = gate.check(account, passwords[0]) if account is not None else None
-        authenticated = verdict == OK
-        found.throttled = verdict == THROTTLED
+        begun = gate.begin(account, passwords[0]) if account is not None else None
+        if isinstance(begun, Check):
+            started.check = begun
+        else:
+            started.verdict = begun
         if len(set(passwords)) > 1:
             gate.note("Only the first $$password$$ of a mail is checked as your password.")
-        found.bad_password = not authenticated
-    is_gm = bool(settings.gm_address) and mail.from_addr == settings.gm_address.lower() and authenticated
-    found.actor = Actor(handle=account.handle if account else None, email=mail.from_addr,
-                        authenticated=authenticated, is_gm=is_gm)
-    return found
+    return started

@@ -85,10 +85,10 @@ class Scheduler:
                 .where(Game.status == "running", Game.next_deadline.is_not(None)).order_by(Game.next_deadline)
             ).all())
 
-    def _maybe_due(self, now: datetime) -> list[int]:
+    def _maybe_due(self, now: datetime, overview: list[Any] | None = None) -> list[int]:
         out = []
         mono = time.monotonic()
-        for r in self._overview():
+        for r in self._overview() if overview is None else overview:
             if r.next_deadline <= now:
                 out.append(r.id)
             elif r.early and r.version != r.early_version:
@@ -219,9 +219,10 @@ class Scheduler:
         return out
 
     # -- the steps ----------------------------------------------------------------------
-    def run_due(self) -> int:
+    def run_due(self, overview: list[Any] | None = None) -> int:
+        """Each due turn run; ``overview``: this pass's :meth:`_overview`, if read."""
         now = clock.now()
-        due = self._select(self._maybe_due(now), lambda s, g: self._judge(s, g, now))
+        due = self._select(self._maybe_due(now, overview), lambda s, g: self._judge(s, g, now))
         return self._each_game("turn", due, self._run_due_turn)
 
     def _run_due_turn(self, s: Session, game: Game) -> int | None:
@@ -276,9 +277,10 @@ class Scheduler:
     def _reminder_window(cls, g: Game, now: datetime) -> bool:
         return g.status == "running" and cls._in_reminder_window(g, now)
 
-    def run_reminders(self) -> int:
+    def run_reminders(self, overview: list[Any] | None = None) -> int:
+        """Each game's reminders that are due; ``overview`` as for :meth:`run_due`."""
         now = clock.now()
-        maybe = [r.id for r in self._overview() if self._in_reminder_window(r, now)]
+        maybe = [r.id for r in (self._overview() if overview is None else overview) if self._in_reminder_window(r, now)]
         ids = self._select(maybe, lambda s, g: self._reminder_window(g, now))
         return self._each_game("reminders", ids, self._remind)
 
@@ -333,8 +335,12 @@ class Scheduler:
         return 1 if tick(s, game, self.mailer, clock.now()) else 0
 
     def run_once(self) -> int:
-        n = self.run_due()
-        n += self.run_reminders()
+        # one look at the running games for both steps, unless a turn ran
+        # (it moved its game's deadline): a pass every half second over
+        # thousands of games costs the back end's CPU
+        overview = self._overview()
+        n = self.run_due(overview)
+        n += self.run_reminders(overview if n == 0 else None)
         if time.monotonic() - self._last_tick >= self.settings.tick_seconds:
             self._last_tick = time.monotonic()
             n += self.run_ticks()

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email import policy
+from email.parser import BytesParser
 
 import pytest
 from sqlalchemy import text
 
 from pbm_server.base.settings import load_settings
-from pbm_server.mail.compose import Composer
+from pbm_server.mail.compose import Composer, written_out
 from pbm_server.mail.inbound import store_messages
 from pbm_server.pipeline.worker import Worker
 from pbm_server.store.db import Database, game_key
@@ -130,6 +132,62 @@ def test_a_mail_started_before_and_never_finished_goes_alone(four_games):
         # counted again on its own (a second start, one short of being set aside); the others once, together
         assert tries == {i: 2 if i == ids[1] else 1 for i in ids}
         assert _players(pbm, "b2") == ["p1"]
+
+
+def _reply_text(db: Database, inbox_id: int) -> str:
+    """The text of the reply to ``inbox_id``, as delivery writes it out."""
+    with db.engine.connect() as c:
+        raw = c.execute(text("SELECT raw FROM outbox WHERE inbound_id = :i AND kind LIKE 'reply%'"),
+                        {"i": inbox_id}).scalar_one()
+    reply = BytesParser(policy=policy.default).parsebytes(written_out(raw))
+    return str(reply.get_body(("plain",)).get_content())
+
+
+def test_a_batch_hashes_its_senders_passwords_back_to_back(four_games, monkeypatch):
+    """Every mail of the batch is read up to its sender's password hash,
+    the hashes run one after another, and only then does any mail go on to
+    be routed: between Argon2 runs (19 MiB swept through the caches) the
+    rest of the work would run cold.  The players' joins are what they would
+    have been mail by mail."""
+    from pbm_server.accounts import throttle
+    from pbm_server.pipeline import worker as worker_module
+
+    pbm = four_games
+    events: list[str] = []
+    real_verify, real_route = throttle.verify_password, worker_module.route
+
+    def verify(stored, password):
+        events.append("hash")
+        return real_verify(stored, password)
+
+    def route(*args, **kwargs):
+        events.append("route")
+        return real_route(*args, **kwargs)
+
+    monkeypatch.setattr(throttle, "verify_password", verify)
+    monkeypatch.setattr(worker_module, "route", route)
+    with _worker(pbm) as (db, worker):
+        ids = store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
+        assert worker.run_once()
+        assert _status(db) == {i: "done" for i in ids}
+    assert events == ["hash"] * 4 + ["route"] * 4
+    for n, game in enumerate(GAMES):
+        assert _players(pbm, game) == [f"p{n}"]
+
+
+def test_a_senders_second_mail_in_a_batch_counts_the_first_ones_failed_check(four_games):
+    """p0 writes to two games at once, first with a wrong password: with one
+    failure allowed, the second mail (its password right) is refused unchecked,
+    as it would be mail by mail: its check waits for the first's count."""
+    pbm = four_games
+    wrong = pbm.build("p0@example.org", "b1", "JOIN\n$$not-my-password$$")
+    right = _join(pbm, 0, "b2")
+    with _worker(pbm, PBM_AUTH_MAX_FAILURES="1") as (db, worker):
+        first, second = store_messages(db, [(wrong["From"], [wrong["To"]], bytes(wrong)), right])
+        assert worker.run_once()
+        assert _status(db) == {first: "done", second: "done"}
+        assert "Too many failed password attempts for p0 from p0@example.org" in _reply_text(db, second)
+    assert _players(pbm, "b1") == [] and _players(pbm, "b2") == []
 
 
 def test_with_batch_one_each_pass_takes_one_mail(four_games):
