@@ -242,6 +242,59 @@ def _judge(exc: BaseException, relay: str) -> Exception:
     raise exc
 
 
+_LEADING_DOT = re.compile(rb"(?m)^\.")
+
+
+def send_one(smtp: smtplib.SMTP, sender: str, rcpt: str, raw: bytes, options: list[str]) -> None:
+    """One mail to one recipient over an open session, with what
+    ``smtp.sendmail`` raises on a refusal.  When the relay offers PIPELINING
+    (RFC 2920; Postfix does) MAIL, RCPT and DATA go in one write and their
+    answers are read together: two round trips a mail instead of four, which
+    is a third of the relay's and our CPU per mail on loopback and the
+    network's delay twice less for each of a turn's hundreds of reports.
+    Otherwise one command at a time (smtplib)."""
+    if not (smtp.does_esmtp and smtp.has_extn("pipelining")):
+        smtp.sendmail(sender, [rcpt], raw, mail_options=options)
+        return
+    params = ([f"SIZE={len(raw)}"] if smtp.has_extn("size") else []) + options
+    if "SMTPUTF8" in options:
+        smtp.command_encoding = "utf-8"  # as smtplib does for it
+    smtp.send(f"MAIL FROM:{smtplib.quoteaddr(sender)}{''.join(' ' + p for p in params)}\r\n"
+              f"RCPT TO:{smtplib.quoteaddr(rcpt)}\r\nDATA\r\n")
+    mail, to, data = smtp.getreply(), smtp.getreply(), smtp.getreply()
+    refused: smtplib.SMTPException | None = None
+    if mail[0] != 250:
+        refused = smtplib.SMTPSenderRefused(mail[0], mail[1], sender)
+    elif to[0] not in (250, 251):
+        refused = smtplib.SMTPRecipientsRefused({rcpt: to})
+    elif data[0] != 354:
+        refused = smtplib.SMTPDataError(data[0], data[1])
+    if refused is not None:
+        if data[0] == 354:  # it waits for the text all the same: an empty one ends it
+            smtp.send(b".\r\n")
+            smtp.getreply()
+        _after_refusal(smtp, mail[0], to[0], data[0])
+        raise refused
+    text = _LEADING_DOT.sub(b"..", raw)
+    smtp.send(text + (b"" if text.endswith(b"\r\n") else b"\r\n") + b".\r\n")
+    code, answer = smtp.getreply()
+    if code != 250:
+        _after_refusal(smtp, code)
+        raise smtplib.SMTPDataError(code, answer)
+
+
+def _after_refusal(smtp: smtplib.SMTP, *codes: int) -> None:
+    """As smtplib leaves a session after a refusal: closed on a 421 (the
+    relay is closing it), else reset for the next mail."""
+    if 421 in codes:
+        smtp.close()
+        return
+    try:
+        smtp.rset()
+    except (OSError, smtplib.SMTPException):
+        smtp.close()
+
+
 #: what an attempt's outcome is called in the log
 _SAID = {SENT: "sent", KEEP: "kept (the relay fails)", RETRY: "to be tried again", FAIL: "refused by the relay"}
 
@@ -313,7 +366,7 @@ class Outbound(Poller):
                     f"(RFC 6531), which mail to such an address needs; a relay that offers it would take it")
             options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
         try:
-            smtp.sendmail(sender, [row.to_addr], row.raw, mail_options=options)
+            send_one(smtp, sender, row.to_addr, row.raw, options)
         except BaseException as exc:
             self._end_session()
             if isinstance(exc, (OSError, ValueError, smtplib.SMTPException)):

@@ -1,0 +1,200 @@
+"""Delivery with SMTP PIPELINING (RFC 2920; pbm_server/mail/outbound.py,
+send_one): when the relay offers it, MAIL, RCPT and DATA go in one write,
+the text in a second; every refusal raises what smtplib's one command at a
+time raises, so delivery judges it the same (outbound._judge), and the
+session is left ready for the next mail.  The relay is a real aiosmtpd
+server that offers PIPELINING (it reads commands from its stream in order);
+between us and it, a plain TCP pipe notes each piece the client writes."""
+
+from __future__ import annotations
+
+import smtplib
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+from aiosmtpd.controller import Controller
+from sqlalchemy import text
+
+from pbm_server.base.settings import load_settings
+from pbm_server.mail.inbound import store_messages
+from pbm_server.mail.outbound import send_one
+from tests.harness import free_port
+from tests.server.test_relay_faults import PolicySink
+
+SENDER, RCPT = "bounces@pbm.test", "player@example.org"
+MAIL = (b"From: pbm@pbm.test\r\nTo: player@example.org\r\nSubject: t\r\n\r\n"
+        b"line one\r\n.a line starting with a dot\r\n..two dots\r\n.\r\nlast line\r\n")
+
+
+class PipeliningSink(PolicySink):
+    """PolicySink (answers to MAIL, RCPT and DATA set by the test), offering
+    PIPELINING, or not (``offer``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offer = True
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        session.host_name = hostname
+        if self.offer:
+            responses = [*responses[:-1], "250-PIPELINING", responses[-1]]
+        return responses
+
+
+class WritesSeen:
+    """A TCP pipe to ``port``: what the client writes, piece by piece (on
+    loopback each send the client makes arrives as one piece here when it
+    waits for an answer between them)."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.listen_port = port, free_port()
+        self.pieces: list[bytes] = []
+        self._server = socket.create_server(("127.0.0.1", self.listen_port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            relay = socket.create_connection(("127.0.0.1", self.port))
+            threading.Thread(target=self._pump, args=(client, relay, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(relay, client, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, note: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if note:
+                    self.pieces.append(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.fixture
+def relay() -> Iterator[tuple[PipeliningSink, WritesSeen]]:
+    handler = PipeliningSink()
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    pipe = WritesSeen(port)
+    try:
+        yield handler, pipe
+    finally:
+        pipe.close()
+        controller.stop()
+
+
+def _session(pipe: WritesSeen) -> smtplib.SMTP:
+    smtp = smtplib.SMTP("127.0.0.1", pipe.listen_port, local_hostname="pbm.test", timeout=10)
+    smtp.ehlo()
+    return smtp
+
+
+def _commands(pipe: WritesSeen) -> list[bytes]:
+    """The pieces the client wrote after its greeting."""
+    return [p for p in pipe.pieces if not p.upper().startswith(b"EHLO")]
+
+
+def test_with_pipelining_a_mail_takes_two_writes_and_arrives_as_written(relay):
+    handler, pipe = relay
+    smtp = _session(pipe)
+    for _ in range(3):
+        send_one(smtp, SENDER, RCPT, MAIL, [])
+    smtp.quit()
+    assert [(rcpts, body) for rcpts, body in handler.messages] == [([RCPT], MAIL)] * 3
+    assert handler.senders == [SENDER] * 3
+    pieces = _commands(pipe)[:-1]  # QUIT last
+    assert len(pieces) == 6  # per mail: the commands, then the text
+    for commands, body in zip(pieces[::2], pieces[1::2], strict=True):
+        assert commands == f"MAIL FROM:<{SENDER}> SIZE={len(MAIL)}\r\nRCPT TO:<{RCPT}>\r\nDATA\r\n".encode()
+        assert body.endswith(b"\r\n.\r\n") and b"\r\n..a line starting with a dot\r\n...two dots\r\n..\r\n" in body
+
+
+def test_without_pipelining_offered_each_command_waits_for_its_answer(relay):
+    handler, pipe = relay
+    handler.offer = False
+    smtp = _session(pipe)
+    send_one(smtp, SENDER, RCPT, MAIL, [])
+    smtp.quit()
+    assert handler.messages == [([RCPT], MAIL)]
+    assert [p.split(b":")[0].split(b"\r\n")[0] for p in _commands(pipe)][:3] == [b"mail FROM", b"rcpt TO", b"data"]
+
+
+REFUSALS = {
+    "sender": ("mail_answer", "530 5.7.0 Must issue a STARTTLS command first", smtplib.SMTPSenderRefused),
+    "recipient": ("rcpt_answers", "550 5.1.1 <player@example.org>: Recipient address rejected", smtplib.SMTPRecipientsRefused),
+    "recipient later": ("rcpt_answers", "450 4.2.0 <player@example.org>: greylisted", smtplib.SMTPRecipientsRefused),
+    "text": ("refuse_with", "554 5.7.1 message content rejected", smtplib.SMTPDataError),
+}
+
+
+def _refuse(handler: PipeliningSink, field: str, answer: str | None) -> None:
+    if field == "rcpt_answers":
+        handler.rcpt_answers = {RCPT: answer} if answer else {}
+    else:
+        setattr(handler, field, answer)
+
+
+@pytest.mark.parametrize("what", sorted(REFUSALS))
+def test_a_refusal_raises_what_smtplib_raises_and_the_session_goes_on(relay, what):
+    """The same refusal, with and without PIPELINING: the same exception,
+    code and text; and the next mail on the same session goes through."""
+    handler, pipe = relay
+    field, answer, kind = REFUSALS[what]
+    raised = []
+    for offer in (False, True):
+        handler.offer = offer
+        smtp = _session(pipe)
+        _refuse(handler, field, answer)
+        with pytest.raises(kind) as caught:
+            send_one(smtp, SENDER, RCPT, MAIL, [])
+        exc = caught.value
+        raised.append(exc.recipients if isinstance(exc, smtplib.SMTPRecipientsRefused)
+                      else (exc.smtp_code, exc.smtp_error))
+        _refuse(handler, field, None)
+        send_one(smtp, SENDER, RCPT, MAIL, [])  # the session is in step again
+        smtp.quit()
+    assert raised[0] == raised[1]
+    assert handler.messages == [([RCPT], MAIL)] * 2
+
+
+def test_the_server_delivers_its_replies_pipelined(pbm_stopped, relay):
+    """`pbm serve`'s delivery, through the relay that offers PIPELINING:
+    each reply in two writes, each marked sent once."""
+    from pbm_server.running.server import Server
+
+    handler, pipe = relay
+    pbm = pbm_stopped
+    settings = load_settings({**pbm.env, "PBM_RELAY": f"127.0.0.1:{pipe.listen_port}"})
+    server = Server(settings, parts=("worker", "outbound"), processes=1)
+    try:
+        mails = []
+        for n in range(4):
+            msg = pbm.build(f"p{n}@example.org", "pbm", "help")
+            mails.append((msg["From"], [msg["To"]], bytes(msg)))
+        store_messages(server.db, mails)
+        while server.worker.run_once():
+            pass
+        assert server.outbound.step() == 4
+        with server.db.engine.connect() as c:
+            assert c.execute(text("SELECT status, count(*) FROM outbox GROUP BY status")).all() == [("sent", 4)]
+    finally:
+        server.outbound._end_session()
+        server.worker.close()
+        server.db.dispose()
+    assert sorted(r for (r,), _ in handler.messages) == [f"p{n}@example.org" for n in range(4)]
+    writes = [p for p in _commands(pipe) if p.startswith(b"MAIL FROM:")]
+    assert len(writes) == 4 and all(p.endswith(b"\r\nDATA\r\n") for p in writes)
