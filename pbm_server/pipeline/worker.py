@@ -75,7 +75,7 @@ from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.statecache import StateCache
 from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.store.lookup import Credentials, audit, load_games
-from pbm_server.store.models import Account, InboundMail, table
+from pbm_server.store.models import Account, InboundMail, preload_states, table
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -555,7 +555,8 @@ class Worker(Poller):
         failed: list[tuple[int, Exception]] = []
         try:
             with self.db.write(keys=keys, world=SHARED) as s:
-                load_games(s, self._games_of(preps))  # one SELECT for the batch's games
+                # one SELECT for the batch's games, two for the states not in memory
+                preload_states(s, self.states.stale(load_games(s, self._games_of(preps))))
                 for prep in preps:
                     self.in_hand = prep.inbox_id
                     try:

@@ -50,6 +50,10 @@ class StateCache:
         self._staged[game.id] = (game.version, state)
         return state
 
+    def stale(self, games: list[Game]) -> list[Game]:
+        """Those of ``games`` whose states at their versions are not here."""
+        return [g for g in games if (found := self._states.get(g.id)) is None or found[0] != g.version]
+
     def stage(self, game: Game) -> None:
         """Remember ``game``'s new state once the transaction commits."""
         self._staged[game.id] = (game.version, game.state)

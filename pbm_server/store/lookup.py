@@ -44,14 +44,16 @@ def server_key(session: Session, name: str) -> bytes:
 _LOADED = "pbm_games_by_name"
 
 
-def load_games(session: Session, names: Iterable[str]) -> None:
+def load_games(session: Session, names: Iterable[str]) -> list[Game]:
     """The games ``names`` (those that exist), loaded with one SELECT for
     the :func:`find_game` calls of this session (a worker's batch, a mail
     per game): the object each would have found, without a query each."""
     wanted = sorted({n.lower() for n in names})
-    if wanted:
-        found = session.scalars(select(Game).where(Game.name.in_(wanted))).all()
-        session.info[_LOADED] = {g.name: g for g in found}
+    if not wanted:
+        return []
+    found = list(session.scalars(select(Game).where(Game.name.in_(wanted))).all())
+    session.info[_LOADED] = {g.name: g for g in found}
+    return found
 
 
 def find_game(session: Session, name: str) -> Game | None:

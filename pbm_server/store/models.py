@@ -24,8 +24,10 @@ from sqlalchemy import (
     false,
     select,
 )
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, object_session
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, object_session
+from sqlalchemy.orm.attributes import set_committed_value
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -480,11 +482,36 @@ def current_state(game: Game) -> dict[str, Any]:
     if session is not None and game.id is not None:
         rows = session.execute(
             select(StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq).where(StateEntry.game_id == game.id)
+            .order_by(StateEntry.field, StateEntry.key)  # as preload_states reads them
         ).all()
         if rows:
             state = overlay(state, [tuple(r) for r in rows])
     remember_state(game, state)
     return state
+
+
+def preload_states(session: Session, games: list[Game]) -> None:
+    """The states of ``games`` built as :func:`current_state` builds them,
+    with two SELECTs for all of them instead of two each (a worker's batch
+    of games whose states it has not decoded at their versions).  A game
+    whose document is loaded already, or whose state is built, is left as
+    it is."""
+    todo = {g.id: g for g in games if g.id is not None and "base_state" in sa_inspect(g).unloaded}
+    if not todo:
+        return
+    docs: dict[int, dict[str, Any]] = {
+        game_id: doc for game_id, doc in session.execute(select(Game.id, Game.base_state).where(Game.id.in_(todo)))}
+    entries: dict[int, list[tuple[Any, ...]]] = {}
+    for game_id, *entry in session.execute(
+            select(StateEntry.game_id, StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq)
+            .where(StateEntry.game_id.in_(todo)).order_by(StateEntry.game_id, StateEntry.field, StateEntry.key)):
+        entries.setdefault(game_id, []).append(tuple(entry))
+    for game_id, game in todo.items():
+        if game_id not in docs:
+            continue
+        set_committed_value(game, "base_state", docs[game_id])
+        rows = entries.get(game_id)
+        remember_state(game, overlay(docs[game_id], rows) if rows else docs[game_id])
 
 
 def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:

@@ -190,6 +190,38 @@ def test_a_senders_second_mail_in_a_batch_counts_the_first_ones_failed_check(fou
     assert _players(pbm, "b1") == [] and _players(pbm, "b2") == []
 
 
+def test_a_batch_reads_the_game_states_it_lacks_with_two_selects(four_games):
+    """A worker with nothing in memory (a restart, or the other back end
+    moved the games on) reads its batch's game documents and their entries
+    with one SELECT each for the whole batch, not one of each per game; the
+    states it builds are the ones the games have: each second join lands
+    beside the first (kept as an entry over the document)."""
+    from sqlalchemy import event
+
+    pbm = four_games
+    with _worker(pbm) as (db, worker):
+        store_messages(db, [_join(pbm, n, g) for n, g in enumerate(GAMES)])
+        assert worker.run_once()
+    for n in range(4):
+        pbm.cli("account", "add", f"q{n}", f"q{n}@example.org", "--password", f"batch-pass-q{n}")
+    mails = []
+    for n, game in enumerate(GAMES):
+        msg = pbm.build(f"q{n}@example.org", game, f"JOIN\n$$batch-pass-q{n}$$")
+        mails.append((msg["From"], [msg["To"]], bytes(msg)))
+    with _worker(pbm) as (db, worker):
+        ids = store_messages(db, mails)
+        selects: list[str] = []
+        event.listen(db.engine, "before_cursor_execute",
+                     lambda conn, cursor, sql, params, context, many: selects.append(" ".join(sql.split())))
+        assert worker.run_once()
+        assert set(_status(db).values()) == {"done"}
+    from_entries = [q for q in selects if q.startswith("SELECT") and "FROM state_entries" in q]
+    documents = [q for q in selects if q.startswith("SELECT") and "games.state" in q]
+    assert len(from_entries) == 1 and len(documents) == 1, (from_entries, documents)
+    for n, game in enumerate(GAMES):
+        assert _players(pbm, game) == [f"p{n}", f"q{n}"]
+
+
 def test_with_batch_one_each_pass_takes_one_mail(four_games):
     pbm = four_games
     with _worker(pbm, PBM_BATCH="1") as (db, worker):
