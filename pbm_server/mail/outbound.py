@@ -249,9 +249,9 @@ def send_one(smtp: smtplib.SMTP, sender: str, rcpt: str, raw: bytes, options: li
     """One mail to one recipient over an open session, with what
     ``smtp.sendmail`` raises on a refusal.  When the relay offers PIPELINING
     (RFC 2920; Postfix does) MAIL, RCPT and DATA go in one write and their
-    answers are read together: two round trips a mail instead of four, which
-    is a third of the relay's and our CPU per mail on loopback and the
-    network's delay twice less for each of a turn's hundreds of reports.
+    answers are read together: two round trips a mail instead of four (on
+    loopback a third of the client's CPU a mail, docs/benchmarks.md; across
+    a network half the waiting for each of a turn's hundreds of reports).
     Otherwise one command at a time (smtplib)."""
     if not (smtp.does_esmtp and smtp.has_extn("pipelining")):
         smtp.sendmail(sender, [rcpt], raw, mail_options=options)
