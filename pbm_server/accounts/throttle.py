@@ -150,6 +150,9 @@ class CredentialGate:
     #: a read transaction of the caller's to look at the counts in (the
     #: worker's mail is read in one); None: a read transaction of its own
     session: Session | None = field(default=None, repr=False)
+    #: a check of this mail wrote the counts (a read transaction begun
+    #: before that write does not see it)
+    wrote: bool = field(default=False, init=False)
 
     # -- the one entry point ---------------------------------------------------
     def check(self, account: Account | Credentials | None, password: str, handle: str | None = None) -> str:
@@ -279,6 +282,7 @@ class CredentialGate:
         # the caller's read transaction cannot see what is written now: later
         # checks of this mail read the counts afresh
         self.session = None
+        self.wrote = True
         with self.db.write(lock=LOCK_THROTTLE) as s:
             if ok:
                 row = s.get(AuthThrottle, pair)

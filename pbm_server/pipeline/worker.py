@@ -459,7 +459,9 @@ class Worker(Poller):
         through a core's caches, the Python stages would run cold, at about
         half speed.  A mail from a sender seen earlier in the batch begins its
         authentication only in its tail, in order: the throttle's counts it
-        reads must include the earlier mail's check (accounts/throttle.py)."""
+        reads must include the earlier mail's check (accounts/throttle.py),
+        and a tail after one whose check wrote them reads in a read
+        transaction begun after that write."""
         senders: set[str] = set()
 
         def head(s: Session, inbox_id: int) -> _Head | None:
@@ -473,21 +475,39 @@ class Worker(Poller):
         self._hash_ahead([h for h, _ in heads.values() if h is not None and h.auth is not None
                           and h.auth.check is not None])
         ready = {i: h for i, (h, _) in heads.items() if h is not None}
-        tails = self._each_read(list(ready), lambda s, i: self._prepare_tail(s, ready[i]))
+        counted: list[bool] = []  # a tail's check wrote the throttle's counts
+
+        def tail(s: Session, inbox_id: int) -> Prepared:
+            prep = self._prepare_tail(s, ready[inbox_id])
+            if prep.work is not None and prep.work.sender.gate.wrote:
+                counted.append(True)
+            return prep
+
+        def fresh(_: int) -> bool:
+            # after counts were written, the next mail's checks read them in a
+            # read transaction begun after the write (SQLite's reads see the
+            # database as it was when their transaction began)
+            was = bool(counted)
+            counted.clear()
+            return was
+
+        tails = self._each_read(list(ready), tail, fresh)
         return [(i, *tails[i]) if i in tails else (i, None, heads[i][1]) for i in ids]
 
-    def _each_read(self, ids: list[int], step: Callable[[Session, int], _T]) -> dict[int, tuple[_T | None, Exception | None]]:
+    def _each_read(self, ids: list[int], step: Callable[[Session, int], _T],
+                   fresh: Callable[[int], bool] = lambda _: False) -> dict[int, tuple[_T | None, Exception | None]]:
         """``step`` for each mail, in one read transaction (each begun costs
         about a quarter of a millisecond): (what it gave, what it raised) by
-        id.  A database error may have spoilt the transaction (PostgreSQL
-        refuses the rest of it): the next mail goes on in a fresh one."""
+        id.  A mail for which ``fresh`` is true begins a new one.  A database
+        error may have spoilt the transaction (PostgreSQL refuses the rest of
+        it): the next mail goes on in a new one too."""
         out: dict[int, tuple[_T | None, Exception | None]] = {}
         rest = list(ids)
         while rest:
             left = len(rest)
             try:
                 with self.db.read() as s:
-                    while rest:
+                    while rest and (len(rest) == left or not fresh(rest[0])):
                         inbox_id = rest.pop(0)
                         try:
                             out[inbox_id] = step(s, inbox_id), None

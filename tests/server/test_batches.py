@@ -178,16 +178,20 @@ def test_a_batch_hashes_its_senders_passwords_back_to_back(four_games, monkeypat
 def test_a_senders_second_mail_in_a_batch_counts_the_first_ones_failed_check(four_games):
     """p0 writes to two games at once, first with a wrong password: with one
     failure allowed, the second mail (its password right) is refused unchecked,
-    as it would be mail by mail: its check waits for the first's count."""
+    as it would be mail by mail: its check waits for the first's count, and
+    reads it in a read transaction begun after it was written (another
+    player's mail, first in the batch, read before it)."""
     pbm = four_games
     wrong = pbm.build("p0@example.org", "b1", "JOIN\n$$not-my-password$$")
     right = _join(pbm, 0, "b2")
     with _worker(pbm, PBM_AUTH_MAX_FAILURES="1") as (db, worker):
-        first, second = store_messages(db, [(wrong["From"], [wrong["To"]], bytes(wrong)), right])
+        # another player's mail first: its stages read before p0's failure is counted
+        other, first, second = store_messages(db, [_join(pbm, 3, "b4"), (wrong["From"], [wrong["To"]], bytes(wrong)),
+                                                   right])
         assert worker.run_once()
-        assert _status(db) == {first: "done", second: "done"}
+        assert _status(db) == {other: "done", first: "done", second: "done"}
         assert "Too many failed password attempts for p0 from p0@example.org" in _reply_text(db, second)
-    assert _players(pbm, "b1") == [] and _players(pbm, "b2") == []
+    assert _players(pbm, "b1") == [] and _players(pbm, "b2") == [] and _players(pbm, "b4") == ["p3"]
 
 
 def test_a_batch_reads_the_game_states_it_lacks_with_two_selects(four_games):
