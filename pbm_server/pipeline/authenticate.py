@@ -76,8 +76,6 @@ class Sender:
     #: only then may words of a mail without $$password$$ be hashed (_password_words)
     from_proven: bool = False
     notes: list[str] = field(default_factory=list)
-    #: the GM's address (PBM_GM_ADDRESS, lower case; "" if none)
-    gm_address: str = ""
 
     def vouch(self, s: Session, routed: Routed) -> Vouched:
         """The credentials of the routed lines, checked through the mail's
@@ -179,6 +177,8 @@ class Authentication:
     check: Check | None = None
     #: the verdict reached without hashing (throttled), if any
     verdict: str | None = None
+    #: the mail comes from the GM's address (PBM_GM_ADDRESS)
+    from_gm: bool = False
 
     def finish(self, ok: bool | None, session: Session | None = None) -> Sender:
         """The :class:`Sender`, given whether the password matched (None:
@@ -194,10 +194,8 @@ class Authentication:
         if self.asked:
             found.throttled = verdict == THROTTLED
             found.bad_password = not authenticated
-        email = found.actor.email
-        is_gm = bool(found.gm_address) and email == found.gm_address and authenticated
-        found.actor = Actor(handle=self.account.handle if self.account else None, email=email,
-                            authenticated=authenticated, is_gm=is_gm)
+        found.actor = Actor(handle=self.account.handle if self.account else None, email=found.actor.email,
+                            authenticated=authenticated, is_gm=self.from_gm and authenticated)
         return found
 
 
@@ -221,13 +219,13 @@ def begin_authentication(s: Session, db: Database, settings: Settings, mail: Inc
                                                                            code, now))
     account = credentials_by_email(s, mail.from_addr)
     found = Sender(Actor(handle=None, email=mail.from_addr, authenticated=False), gate, unverified=unverified,
-                   from_proven=bool(settings.trusted_authserv_id) and unverified is None,
-                   gm_address=settings.gm_address.lower() if settings.gm_address else "")
+                   from_proven=bool(settings.trusted_authserv_id) and unverified is None)
     if passwords and unverified:
         found.notes.append(f"The sender of this mail could not be verified ({unverified}), so its password "
                            "was not checked and nothing that needs it was done.")
         passwords = []
-    started = Authentication(found, account, asked=bool(passwords))
+    started = Authentication(found, account, asked=bool(passwords),
+                             from_gm=bool(settings.gm_address) and mail.from_addr == settings.gm_address.lower())
     if passwords:
         begun = gate.begin(account, passwords[0]) if account is not None else None
         if isinstance(begun, Check):

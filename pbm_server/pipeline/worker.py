@@ -475,47 +475,40 @@ class Worker(Poller):
         self._hash_ahead([h for h, _ in heads.values() if h is not None and h.auth is not None
                           and h.auth.check is not None])
         ready = {i: h for i, (h, _) in heads.items() if h is not None}
-        counted: list[bool] = []  # a tail's check wrote the throttle's counts
-
-        def tail(s: Session, inbox_id: int) -> Prepared:
-            prep = self._prepare_tail(s, ready[inbox_id])
-            if prep.work is not None and prep.work.sender.gate.wrote:
-                counted.append(True)
-            return prep
-
-        def fresh(_: int) -> bool:
-            # after counts were written, the next mail's checks read them in a
-            # read transaction begun after the write (SQLite's reads see the
-            # database as it was when their transaction began)
-            was = bool(counted)
-            counted.clear()
-            return was
-
-        tails = self._each_read(list(ready), tail, fresh)
+        # after a tail whose checks wrote the throttle's counts, the next reads
+        # them in a read transaction begun after the write (SQLite's reads see
+        # the database as it was when their transaction began)
+        tails = self._each_read(list(ready), lambda s, i: self._prepare_tail(s, ready[i]),
+                                wrote=lambda prep: prep.work is not None and prep.work.sender.gate.wrote)
         return [(i, *tails[i]) if i in tails else (i, None, heads[i][1]) for i in ids]
 
     def _each_read(self, ids: list[int], step: Callable[[Session, int], _T],
-                   fresh: Callable[[int], bool] = lambda _: False) -> dict[int, tuple[_T | None, Exception | None]]:
+                   wrote: Callable[[_T], bool] = lambda _: False) -> dict[int, tuple[_T | None, Exception | None]]:
         """``step`` for each mail, in one read transaction (each begun costs
         about a quarter of a millisecond): (what it gave, what it raised) by
-        id.  A mail for which ``fresh`` is true begins a new one.  A database
-        error may have spoilt the transaction (PostgreSQL refuses the rest of
-        it): the next mail goes on in a new one too."""
+        id.  After a step that ``wrote`` (judged by what it gave), the next
+        mail goes on in a new one, which sees that write; so does it after a
+        database error, which may have spoilt the transaction (PostgreSQL
+        refuses the rest of it)."""
         out: dict[int, tuple[_T | None, Exception | None]] = {}
         rest = list(ids)
         while rest:
             left = len(rest)
             try:
                 with self.db.read() as s:
-                    while rest and (len(rest) == left or not fresh(rest[0])):
+                    while rest:
                         inbox_id = rest.pop(0)
                         try:
-                            out[inbox_id] = step(s, inbox_id), None
+                            done = step(s, inbox_id)
                         except DBAPIError as exc:
                             out[inbox_id] = None, exc
                             break
                         except Exception as exc:
                             out[inbox_id] = None, exc
+                            continue
+                        out[inbox_id] = done, None
+                        if wrote(done):
+                            break
             except Exception as exc:
                 if len(rest) == left:  # no transaction to be had: each mail has the fault
                     out.update((i, (None, exc)) for i in rest)

@@ -480,14 +480,24 @@ def current_state(game: Game) -> dict[str, Any]:
     state: dict[str, Any] = game.base_state
     session = object_session(game)
     if session is not None and game.id is not None:
-        rows = session.execute(
-            select(StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq).where(StateEntry.game_id == game.id)
-            .order_by(StateEntry.field, StateEntry.key)  # as preload_states reads them
-        ).all()
-        if rows:
-            state = overlay(state, [tuple(r) for r in rows])
+        state = _laid_over(state, _entries(session, [game.id]).get(game.id))
     remember_state(game, state)
     return state
+
+
+def _entries(session: Session, game_ids: list[int]) -> dict[int, list[tuple[Any, ...]]]:
+    """The entries (field, key, value, seq) of each of the games, in one
+    order on every database."""
+    found: dict[int, list[tuple[Any, ...]]] = {}
+    for game_id, *entry in session.execute(
+            select(StateEntry.game_id, StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq)
+            .where(StateEntry.game_id.in_(game_ids)).order_by(StateEntry.game_id, StateEntry.field, StateEntry.key)):
+        found.setdefault(game_id, []).append(tuple(entry))
+    return found
+
+
+def _laid_over(document: dict[str, Any], entries: list[tuple[Any, ...]] | None) -> dict[str, Any]:
+    return overlay(document, entries) if entries else document
 
 
 def preload_states(session: Session, games: list[Game]) -> None:
@@ -501,17 +511,11 @@ def preload_states(session: Session, games: list[Game]) -> None:
         return
     docs: dict[int, dict[str, Any]] = {
         game_id: doc for game_id, doc in session.execute(select(Game.id, Game.base_state).where(Game.id.in_(todo)))}
-    entries: dict[int, list[tuple[Any, ...]]] = {}
-    for game_id, *entry in session.execute(
-            select(StateEntry.game_id, StateEntry.field, StateEntry.key, StateEntry.value, StateEntry.seq)
-            .where(StateEntry.game_id.in_(todo)).order_by(StateEntry.game_id, StateEntry.field, StateEntry.key)):
-        entries.setdefault(game_id, []).append(tuple(entry))
+    entries = _entries(session, list(todo))
     for game_id, game in todo.items():
-        if game_id not in docs:
-            continue
-        set_committed_value(game, "base_state", docs[game_id])
-        rows = entries.get(game_id)
-        remember_state(game, overlay(docs[game_id], rows) if rows else docs[game_id])
+        if game_id in docs:
+            set_committed_value(game, "base_state", docs[game_id])
+            remember_state(game, _laid_over(docs[game_id], entries.get(game_id)))
 
 
 def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:

@@ -87,7 +87,7 @@ class WritesSeen:
 def relay() -> Iterator[tuple[PipeliningSink, WritesSeen]]:
     handler = PipeliningSink()
     port = free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller = Controller(handler, hostname="127.0.0.1", port=port, enable_SMTPUTF8=True)
     controller.start()
     pipe = WritesSeen(port)
     try:
@@ -121,6 +121,19 @@ def test_with_pipelining_a_mail_takes_two_writes_and_arrives_as_written(relay):
     for commands, body in zip(pieces[::2], pieces[1::2], strict=True):
         assert commands == f"MAIL FROM:<{SENDER}> SIZE={len(MAIL)}\r\nRCPT TO:<{RCPT}>\r\nDATA\r\n".encode()
         assert body.endswith(b"\r\n.\r\n") and b"\r\n..a line starting with a dot\r\n...two dots\r\n..\r\n" in body
+
+
+def test_a_non_ascii_recipient_goes_pipelined_with_smtputf8(relay):
+    """Delivery asks SMTPUTF8 for an address beyond ASCII (outbound._deliver):
+    the pipelined commands carry it and the address in UTF-8."""
+    handler, pipe = relay
+    smtp = _session(pipe)
+    send_one(smtp, SENDER, "jörg@example.org", MAIL, ["SMTPUTF8"])
+    smtp.quit()
+    assert handler.messages == [(["jörg@example.org"], MAIL)]
+    [commands] = [p for p in _commands(pipe) if p.startswith(b"MAIL FROM:")]
+    assert commands == (f"MAIL FROM:<{SENDER}> SIZE={len(MAIL)} SMTPUTF8\r\nRCPT TO:<jörg@example.org>\r\n"
+                        "DATA\r\n").encode()
 
 
 def test_without_pipelining_offered_each_command_waits_for_its_answer(relay):
