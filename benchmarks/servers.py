@@ -161,7 +161,9 @@ def py_spy(pids: dict[str, int], folder: Path) -> list:
     if spy is None:
         return []
     folder.mkdir(parents=True, exist_ok=True)
-    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--nonblocking", "--idle",
+    # PBM_SPY_IDLE=0: CPU samples only (where the time is spent, not where threads wait)
+    idle = ["--idle"] if os.environ.get("PBM_SPY_IDLE", "1") != "0" else []
+    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "--nonblocking", *idle,
                               "--output", str(folder / f"{name}.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for name, pid in pids.items()]
 

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
@@ -50,9 +50,27 @@ from pbm_server.play.turns import run_turn, why_not_done
 from pbm_server.play.vacations import absent_handles
 from pbm_server.store.db import LOCK_SCHEDULER, SHARED, Database, game_key
 from pbm_server.store.lookup import account_by_handle, audit
-from pbm_server.store.models import Game, InboundMail, Order, SchedulerFault
+from pbm_server.store.models import Game, InboundMail, Order, SchedulerFault, UTCDateTime, minutes_before
 
 log = logging.getLogger(__name__)
+
+
+#: The running games that may have something to do at ``now``, in one query:
+#: a deadline passed, an early game changed since it was last judged, or a
+#: reminder window open and its reminders not sent.  The database picks them
+#: (a pass every half second over thousands of games reads and decodes only
+#: those), a superset that the steps then judge exactly.  Made once: building
+#: it costs more than running it on a few games.
+_MAYBE_BUSY = (
+    select(Game.id, Game.next_deadline, Game.early, Game.version, Game.early_version, Game.remind_minutes,
+           Game.reminded_for)
+    .where(Game.status == "running", Game.next_deadline.is_not(None),
+           or_(Game.next_deadline <= bindparam("now", type_=UTCDateTime),
+               and_(Game.early.is_(True), or_(Game.early_version.is_(None), Game.early_version != Game.version)),
+               # the date arithmetic last: only for the games that still owe reminders
+               and_(Game.remind_minutes > 0, or_(Game.reminded_for.is_(None), Game.reminded_for != Game.next_deadline),
+                    minutes_before(Game.next_deadline, Game.remind_minutes) <= bindparam("now", type_=UTCDateTime))))
+    .order_by(Game.next_deadline))
 
 
 class Scheduler:
@@ -71,24 +89,16 @@ class Scheduler:
 
     EARLY_RECHECK_SECONDS = 60.0
 
-    def candidates(self) -> list[int]:
-        """Running games with a deadline: the ones a pass looks at."""
-        return [r.id for r in self._overview()]
-
-    def _overview(self) -> list[Any]:
-        """Running games with a deadline, the columns a pass decides on, in one
-        query: only the games that may have something to do are loaded."""
+    def _overview(self, now: datetime) -> list[Any]:
+        """The running games that may have something to do at ``now``, with
+        the columns a pass decides on (:data:`_MAYBE_BUSY`)."""
         with self.db.read() as s:
-            return list(s.execute(
-                select(Game.id, Game.next_deadline, Game.early, Game.version, Game.early_version, Game.remind_minutes,
-                       Game.reminded_for)
-                .where(Game.status == "running", Game.next_deadline.is_not(None)).order_by(Game.next_deadline)
-            ).all())
+            return list(s.execute(_MAYBE_BUSY, {"now": now}).all())
 
     def _maybe_due(self, now: datetime, overview: list[Any] | None = None) -> list[int]:
         out = []
         mono = time.monotonic()
-        for r in self._overview() if overview is None else overview:
+        for r in self._overview(now) if overview is None else overview:
             if r.next_deadline <= now:
                 out.append(r.id)
             elif r.early and r.version != r.early_version:
@@ -207,7 +217,9 @@ class Scheduler:
         one by one (a row that cannot be loaded must not hide the others).  A
         game that cannot be judged is picked: its step then fails under the
         lock, and is reported there."""
-        out = []
+        out: list[int] = []
+        if not ids:
+            return out
         with self.db.read() as s:
             for game_id in ids:
                 try:
@@ -280,7 +292,7 @@ class Scheduler:
     def run_reminders(self, overview: list[Any] | None = None) -> int:
         """Each game's reminders that are due; ``overview`` as for :meth:`run_due`."""
         now = clock.now()
-        maybe = [r.id for r in (self._overview() if overview is None else overview) if self._in_reminder_window(r, now)]
+        maybe = [r.id for r in (self._overview(now) if overview is None else overview) if self._in_reminder_window(r, now)]
         ids = self._select(maybe, lambda s, g: self._reminder_window(g, now))
         return self._each_game("reminders", ids, self._remind)
 
@@ -338,7 +350,7 @@ class Scheduler:
         # one look at the running games for both steps, unless a turn ran
         # (it moved its game's deadline): a pass every half second over
         # thousands of games costs the back end's CPU
-        overview = self._overview()
+        overview = self._overview(clock.now())
         n = self.run_due(overview)
         n += self.run_reminders(overview if n == 0 else None)
         if time.monotonic() - self._last_tick >= self.settings.tick_seconds:

@@ -26,8 +26,10 @@ from sqlalchemy import (
 )
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, object_session
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.sql.functions import FunctionElement
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -47,6 +49,30 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=timezone.utc)
+
+
+class minutes_before(FunctionElement[datetime]):  # noqa: N801 (a SQL function, named as one)
+    """``minutes_before(moment, minutes)``: the moment that many minutes
+    earlier, computed by the database (each its own way).  On SQLite the
+    result drops the fraction of a second: up to a second early, so a filter
+    ``minutes_before(...) <= now`` may take a row a second too soon -- use it
+    to pick candidates that Python then judges exactly."""
+
+    type = UTCDateTime()
+    name = "minutes_before"
+    inherit_cache = True
+
+
+@compiles(minutes_before, "sqlite")
+def _minutes_before_sqlite(element: minutes_before, compiler: Any, **kw: Any) -> str:
+    moment, minutes = (compiler.process(c, **kw) for c in element.clauses)
+    return f"datetime({moment}, '-' || ({minutes}) || ' minutes')"
+
+
+@compiles(minutes_before)
+def _minutes_before(element: minutes_before, compiler: Any, **kw: Any) -> str:
+    moment, minutes = (compiler.process(c, **kw) for c in element.clauses)
+    return f"({moment} - ({minutes}) * INTERVAL '1 minute')"
 
 
 class Base(DeclarativeBase):

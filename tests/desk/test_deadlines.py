@@ -276,3 +276,59 @@ def test_the_minute_tick_writes_only_for_the_kinds_that_tick(pbm_stopped):
     touched = {key for keys in written for key in keys}
     assert {"game:cur1", "game:four"} <= touched
     assert "game:give1" not in touched
+
+
+def test_a_scheduler_pass_reads_only_the_games_with_something_to_do(pbm_stopped):
+    """A pass every half second over thousands of games whose deadlines are
+    days away reads none of them: the database picks the running games whose
+    deadline has passed, whose early turn may now be ready (changed since it
+    was last judged), or whose reminder window is open with the reminders not
+    yet sent -- and the reminders of a game whose window opens within the next
+    second are not sent early (the database's pick is a superset that the
+    step judges exactly)."""
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import select
+
+    from pbm_server.base.settings import load_settings
+    from pbm_server.mail.compose import Composer
+    from pbm_server.play.notices import Mailer
+    from pbm_server.running.scheduler import Scheduler
+    from pbm_server.store.db import Database
+    from pbm_server.store.models import Game
+
+    now = datetime(2026, 11, 19, 10, 0, tzinfo=timezone.utc)
+    later, soon = now + timedelta(days=3), now + timedelta(hours=1)
+    shapes = {  # name: (status, next_deadline, remind_minutes, reminded_for, early, early_version is version)
+        "far": ("running", later, 1440, None, False, False),
+        "due": ("running", now - timedelta(minutes=1), 1440, None, False, False),
+        "window": ("running", soon, 1440, None, False, False),
+        "reminded": ("running", soon, 1440, soon, False, False),
+        "no-reminders": ("running", soon, 0, None, False, False),
+        "early-judged": ("running", later, 1440, None, True, True),
+        "early-changed": ("running", later, 1440, None, True, False),
+        "paused": ("paused", now - timedelta(hours=1), 1440, None, False, False),
+        "opens-in-a-moment": ("running", now + timedelta(days=1, milliseconds=400), 1440, None, False, False),
+    }
+    for name in shapes:
+        pbm_stopped.new_game("giveaway", name, deadline="every Saturday 03:00 UTC")
+    db = Database(pbm_stopped.db_url)
+    try:
+        with db.write() as s:
+            for game in s.scalars(select(Game)):
+                status, deadline, remind, reminded, early, judged = shapes[game.name]
+                game.status, game.next_deadline, game.remind_minutes, game.reminded_for = status, deadline, remind, reminded
+                game.early, game.early_version = early, (game.version if judged else game.version - 1)
+            ids = {g.name: g.id for g in s.scalars(select(Game))}
+        settings = load_settings(pbm_stopped.env)
+        sched = Scheduler(db, settings, Mailer(Composer(settings)))
+        picked = {name for name, gid in ids.items() if gid in {r.id for r in sched._overview(now)}}
+        assert {"due", "window", "early-changed"} <= picked
+        assert picked - {"due", "window", "early-changed", "opens-in-a-moment"} == set()
+        in_window = [r.id for r in sched._overview(now) if sched._in_reminder_window(r, now)]
+        assert in_window == [ids["window"]]
+        # a second later the window of the last one is open: it is picked and judged in
+        picked_then = {r.id for r in sched._overview(now + timedelta(seconds=1)) if sched._in_reminder_window(r, now + timedelta(seconds=1))}
+        assert picked_then == {ids["window"], ids["opens-in-a-moment"]}
+    finally:
+        db.dispose()
