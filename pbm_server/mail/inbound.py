@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,13 @@ _Waiting = tuple[str, list[str], bytes, "asyncio.Future[list[int] | None]", asyn
 
 #: a message to store: envelope sender, envelope recipients, raw bytes
 Message = tuple[str, list[str], bytes]
+
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+#: a path as nearly every MTA writes it after MAIL FROM: and RCPT TO: --
+#: <dot-atom@dot-atom>, in ASCII -- read without the email package's full
+#: RFC 5322 parser, which aiosmtpd runs on every address (0.1 ms each, a
+#: tenth of a session's CPU); every other form still goes through it
+_PLAIN_PATH = re.compile(rf"<({_ATEXT}(?:\.{_ATEXT})*@{_ATEXT}(?:\.{_ATEXT})*)>")
 
 
 def one_row_each(rcpts: Sequence[str]) -> list[list[str]]:
@@ -472,6 +480,18 @@ def _limited_smtp_class() -> Callable[Concatenate[InboundHandler, SessionLimits,
             if isinstance(status, str) and status.startswith("552 ") and self.data_size_limit:
                 status = too_large(self.data_size_limit)
             await super().push(status)
+
+        def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
+            plain = _PLAIN_PATH.match(arg)
+            rest = arg[plain.end():] if plain is not None else ""
+            if rest[:1] in (" ", "\t"):
+                rest = rest.lstrip()  # the parser drops the blanks (and comments) after the path
+            if plain is None or rest.startswith("(") or "=?" in plain.group(1):  # a comment; an encoded word
+                return super()._getaddr(arg)
+            address = plain.group(1)
+            if self.local_part_limit and len(address.rpartition("@")[0]) > self.local_part_limit:
+                return None, None
+            return address, rest
 
         async def _handle_client(self) -> None:
             if not self.admitted:

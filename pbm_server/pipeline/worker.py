@@ -54,7 +54,6 @@ from datetime import datetime
 from typing import TypeVar
 
 from sqlalchemy import Integer, bindparam, select
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from games.base import Actor
@@ -488,8 +487,9 @@ class Worker(Poller):
         about a quarter of a millisecond): (what it gave, what it raised) by
         id.  After a step that ``wrote`` (judged by what it gave), the next
         mail goes on in a new one, which sees that write; so does it after a
-        database error, which may have spoilt the transaction (PostgreSQL
-        refuses the rest of it)."""
+        step that raised, which may have written before it raised, or met a
+        database error that spoilt the transaction (PostgreSQL refuses the
+        rest of it)."""
         out: dict[int, tuple[_T | None, Exception | None]] = {}
         rest = list(ids)
         while rest:
@@ -500,12 +500,9 @@ class Worker(Poller):
                         inbox_id = rest.pop(0)
                         try:
                             done = step(s, inbox_id)
-                        except DBAPIError as exc:
-                            out[inbox_id] = None, exc
-                            break
                         except Exception as exc:
                             out[inbox_id] = None, exc
-                            continue
+                            break
                         out[inbox_id] = done, None
                         if wrote(done):
                             break
