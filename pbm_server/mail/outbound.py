@@ -247,40 +247,114 @@ _LEADING_DOT = re.compile(rb"(?m)^\.")
 
 def send_one(smtp: smtplib.SMTP, sender: str, rcpt: str, raw: bytes, options: list[str]) -> None:
     """One mail to one recipient over an open session, with what
-    ``smtp.sendmail`` raises on a refusal.  When the relay offers PIPELINING
-    (RFC 2920; Postfix does) MAIL, RCPT and DATA go in one write and their
-    answers are read together: two round trips a mail instead of four (on
-    loopback a third of the client's CPU a mail, docs/benchmarks.md; across
-    a network half the waiting for each of a turn's hundreds of reports).
-    Otherwise one command at a time (smtplib)."""
-    if not (smtp.does_esmtp and smtp.has_extn("pipelining")):
+    ``smtp.sendmail`` raises on a refusal: through a :class:`Stream` when the
+    relay offers PIPELINING, else one command at a time (smtplib)."""
+    if not pipelines(smtp):
         smtp.sendmail(sender, [rcpt], raw, mail_options=options)
         return
-    params = ([f"SIZE={len(raw)}"] if smtp.has_extn("size") else []) + options
-    if "SMTPUTF8" in options:
-        smtp.command_encoding = "utf-8"  # as smtplib does for it
-    smtp.send(f"MAIL FROM:{smtplib.quoteaddr(sender)}{''.join(' ' + p for p in params)}\r\n"
-              f"RCPT TO:{smtplib.quoteaddr(rcpt)}\r\nDATA\r\n")
-    mail, to, data = smtp.getreply(), smtp.getreply(), smtp.getreply()
-    refused: smtplib.SMTPException | None = None
-    if mail[0] != 250:
-        refused = smtplib.SMTPSenderRefused(mail[0], mail[1], sender)
-    elif to[0] not in (250, 251):
-        refused = smtplib.SMTPRecipientsRefused({rcpt: to})
-    elif data[0] != 354:
-        refused = smtplib.SMTPDataError(data[0], data[1])
+    stream = Stream(smtp)
+    _, refused = stream.send(sender, rcpt, raw, options)
+    if refused is None:
+        refused = stream.finish()
+        if isinstance(refused, smtplib.SMTPResponseException):
+            _after_refusal(smtp, refused.smtp_code)
     if refused is not None:
-        if data[0] == 354:  # it waits for the text all the same: an empty one ends it
-            smtp.send(b".\r\n")
-            smtp.getreply()
-        _after_refusal(smtp, mail[0], to[0], data[0])
         raise refused
-    text = _LEADING_DOT.sub(b"..", raw)
-    smtp.send(text + (b"" if text.endswith(b"\r\n") else b"\r\n") + b".\r\n")
-    code, answer = smtp.getreply()
-    if code != 250:
-        _after_refusal(smtp, code)
-        raise smtplib.SMTPDataError(code, answer)
+
+
+def pipelines(smtp: smtplib.SMTP) -> bool:
+    """The relay offers PIPELINING (RFC 2920; Postfix does)."""
+    return bool(smtp.does_esmtp and smtp.has_extn("pipelining"))
+
+
+class Stream:
+    """Mails one after another over a relay session that offers PIPELINING
+    (RFC 2920): a mail's MAIL, RCPT and DATA go in one write, after the
+    text of the mail before it -- the standard lets a mail's text begin a
+    group --, and the relay's answers to both are read together.  One write
+    and one wait a mail instead of four of each one command at a time; on
+    loopback each write also costs the relay a wake-up.
+
+    What becomes of a mail is told as what smtplib raises for it (None: the
+    relay took it), for the mail before with the next one's commands, and
+    for the last one by :meth:`finish`."""
+
+    def __init__(self, smtp: smtplib.SMTP):
+        self.smtp = smtp
+        #: the text of the mail whose DATA the relay took (354), not written yet
+        self.text = b""
+
+    @property
+    def waiting(self) -> bool:
+        """A mail's text waits to be written (with the next commands, or by :meth:`finish`)."""
+        return bool(self.text)
+
+    def send(self, sender: str, rcpt: str, raw: bytes,
+             options: list[str]) -> tuple[BaseException | None, BaseException | None]:
+        """This mail's commands written, after the waiting text: (what
+        became of the mail before -- None also when none waited --, what
+        became of this one's commands: None when the relay waits for its
+        text, which then waits here).  Commands that cannot be written at
+        all (a ValueError) leave the text before waiting."""
+        smtp = self.smtp
+        params = ([f"SIZE={len(raw)}"] if smtp.has_extn("size") else []) + options
+        if "SMTPUTF8" in options:
+            smtp.command_encoding = "utf-8"  # as smtplib does for it
+        try:
+            commands = (f"MAIL FROM:{smtplib.quoteaddr(sender)}{''.join(' ' + p for p in params)}\r\n"
+                        f"RCPT TO:{smtplib.quoteaddr(rcpt)}\r\nDATA\r\n").encode(smtp.command_encoding)
+        except ValueError as exc:  # nothing went out: the text before still waits
+            return None, exc
+        before, self.text = self.text, b""
+        try:
+            smtp.send(before + commands)
+        except (OSError, smtplib.SMTPException) as exc:
+            return (exc if before else None), exc
+        earlier = self._taken() if before else None
+        if earlier is not None and not isinstance(earlier, smtplib.SMTPResponseException):
+            return earlier, earlier  # the session broke: no answer to this mail either
+        try:
+            mail, to, data = smtp.getreply(), smtp.getreply(), smtp.getreply()
+            refused: smtplib.SMTPException | None = None
+            if mail[0] != 250:
+                refused = smtplib.SMTPSenderRefused(mail[0], mail[1], sender)
+            elif to[0] not in (250, 251):
+                refused = smtplib.SMTPRecipientsRefused({rcpt: to})
+            elif data[0] != 354:
+                refused = smtplib.SMTPDataError(data[0], data[1])
+            if refused is not None:
+                if data[0] == 354:  # it waits for the text all the same: an empty one ends it
+                    smtp.send(b".\r\n")
+                    smtp.getreply()
+                _after_refusal(smtp, mail[0], to[0], data[0])
+                return earlier, refused
+        except (OSError, smtplib.SMTPException) as exc:
+            return earlier, exc
+        text = _LEADING_DOT.sub(b"..", raw)
+        self.text = text + (b"" if text.endswith(b"\r\n") else b"\r\n") + b".\r\n"
+        return earlier, None
+
+    def finish(self) -> BaseException | None:
+        """The waiting text written and the relay's answer read: what became
+        of that mail (None: the relay took it, or none waited)."""
+        text, self.text = self.text, b""
+        if not text:
+            return None
+        try:
+            self.smtp.send(text)
+        except (OSError, smtplib.SMTPException) as exc:
+            return exc
+        return self._taken()
+
+    def _taken(self) -> BaseException | None:
+        """The answer to a mail's text: None if the relay took it."""
+        try:
+            code, answer = self.smtp.getreply()
+        except (OSError, smtplib.SMTPException) as exc:
+            return exc
+        if code == 250:
+            return None
+        return smtplib.SMTPDataError(code, answer)  # a 421: the relay closes the session, the next read fails
 
 
 def _after_refusal(smtp: smtplib.SMTP, *codes: int) -> None:
@@ -329,19 +403,27 @@ class Outbound(Poller):
         #: the relay session (_deliver), kept between passes while mail flows
         self._smtp: smtplib.SMTP | None = None
         self._smtp_used = 0.0  # monotonic time it was last used
+        #: the session's mails in a row, when the relay offers PIPELINING
+        self._stream: Stream | None = None
+        #: the row whose text waits to go with the next row's commands
+        self._waiting: tuple[Pending, float] | None = None
         #: the GM knows that the relay fails (reset when a delivery works)
         self._outage_told = False
         self._composer: Composer | None = None
 
     # -- one delivery -------------------------------------------------------------
-    def _deliver(self, row: Pending, sender: str = "") -> None:
+    def _deliver(self, row: Pending, sender: str = "", started: float = 0.0) -> list[tuple[Pending, float, BaseException | None]]:
         """``sender``: the envelope sender, the row's own return path (bounces.py).
-        Raises :class:`PermanentFailure`, :class:`TemporaryFailure` or
-        :class:`RelayFault` (see :func:`_judge`).
+        The rows this settled, each with what became of it (None: the relay
+        took it): this row, unless the relay waits for its text (a
+        :class:`Stream`: it goes with the next row's commands, or when the
+        pass ends, :meth:`_finish_stream`), and the row whose text went with
+        this row's commands.  Each is judged by :func:`_judge` (what it means
+        for the row) in :meth:`_outcome`.
         The relay session is kept for the rows that follow (one connection
         for a turn's hundreds of reports, and for a stream of replies), until
-        it has been idle for KEEP_SECONDS; after any error it is closed and the
-        next row opens a new one."""
+        it has been idle for KEEP_SECONDS; after an error of a row's own
+        commands it is closed and the next row opens a new one."""
         relay = self.settings.relay_host_port
         if relay is None:
             try:
@@ -349,29 +431,59 @@ class Outbound(Poller):
                 # as a delivering MTA would write it: where a bounce would go
                 box.add((f"Return-Path: <{sender}>\r\n".encode() if sender else b"") + row.raw)
             except OSError as exc:
-                raise RelayFault(f"cannot write to the Maildir {self.settings.maildir}: {exc}") from exc
-            return
+                return [(row, started, RelayFault(f"cannot write to the Maildir {self.settings.maildir}: {exc}"))]
+            return [(row, started, None)]
         host, port = relay
-        where = f"{host}:{port}"
         try:
             smtp = self._relay_session(host, port)
         except (OSError, ValueError, smtplib.SMTPException) as exc:
             self._end_session()
-            raise _relay_fault(exc, where) from exc
+            return [(row, started, _relay_fault(exc, f"{host}:{port}"))]
         options: list[str] = []
         if not row.to_addr.isascii():
             if not smtp.has_extn("smtputf8"):
-                raise PermanentFailure(
-                    f"{row.to_addr} has characters outside ASCII, and the relay {where} does not offer SMTPUTF8 "
-                    f"(RFC 6531), which mail to such an address needs; a relay that offers it would take it")
+                return [(row, started, PermanentFailure(
+                    f"{row.to_addr} has characters outside ASCII, and the relay {host}:{port} does not offer "
+                    f"SMTPUTF8 (RFC 6531), which mail to such an address needs; a relay that offers it would take it"))]
             options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
         try:
-            send_one(smtp, sender, row.to_addr, row.raw, options)
-        except BaseException as exc:
+            if not pipelines(smtp):
+                try:
+                    smtp.sendmail(sender, [row.to_addr], row.raw, mail_options=options)
+                except (OSError, ValueError, smtplib.SMTPException) as exc:
+                    self._end_session()
+                    return [(row, started, exc)]
+                return [(row, started, None)]
+            if self._stream is None or self._stream.smtp is not smtp:
+                self._stream = Stream(smtp)
+            before = self._waiting
+            earlier, mine = self._stream.send(sender, row.to_addr, row.raw, options)
+        except BaseException:
             self._end_session()
-            if isinstance(exc, (OSError, ValueError, smtplib.SMTPException)):
-                raise _judge(exc, where) from exc
             raise
+        if mine is not None and self._stream.waiting:
+            return [(row, started, mine)]  # this row cannot be written: the text before waits on
+        self._waiting = None if mine is not None else (row, started)
+        settled = [(*before, earlier)] if before is not None else []
+        if mine is not None:
+            self._end_session()
+            settled.append((row, started, mine))
+        return settled
+
+    def _finish_stream(self) -> list[tuple[Pending, float, BaseException | None]]:
+        """The text of the row that waits for the next row's commands,
+        written now (the pass ends): that row and what became of it."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is None or self._stream is None:
+            return []
+        try:
+            taken = self._stream.finish()
+        except BaseException:
+            self._end_session()
+            raise
+        if taken is not None:
+            self._end_session()
+        return [(*waiting, taken)]
 
     #: a relay session idle this long is closed (a relay drops idle clients:
     #: Postfix's smtpd after 300 s, and its own cache keeps them 2 s)
@@ -380,7 +492,7 @@ class Outbound(Poller):
     NOOP_SECONDS = 5.0
 
     def _relay_session(self, host: str, port: int) -> smtplib.SMTP:
-        if self._smtp is not None and time.monotonic() - self._smtp_used > 0.5:
+        if self._smtp is not None and self._waiting is None and time.monotonic() - self._smtp_used > 0.5:
             # kept from an earlier pass: still there?  (a NOOP costs one round
             # trip; a dead session costs the row a retry period)
             try:
@@ -409,6 +521,9 @@ class Outbound(Poller):
             self._end_session()
 
     def _end_session(self) -> None:
+        """The relay session closed; a row whose text had not gone out is
+        left claimed and unmarked: the next pass sends it."""
+        self._stream, self._waiting = None, None
         smtp, self._smtp = self._smtp, None
         if smtp is None:
             return
@@ -596,20 +711,24 @@ class Outbound(Poller):
                     break
                 handled += 1
                 continue
-            error, outcome, ms = self._attempt(row)
+            settled = self._attempt(row)
             handled += 1
-            marks.append((row, error, outcome, ms))
+            marks += settled
             self._failpoint_after_relay(marks)
-            if outcome in (KEEP, RETRY):
+            if any(outcome in (KEEP, RETRY) for _, _, outcome, _ in settled):
                 # the relay is down: the other due rows would fail the same way
                 break
             if len(marks) >= self.MARK_BATCH and not self._mark(marks):
                 break
+        marks += [self._outcome(*settled) for settled in self._finish_stream()]
+        self._failpoint_after_relay(marks)
         self._mark(marks)
         return handled
 
-    def _attempt(self, row: Pending) -> tuple[str | None, str, float]:
-        """One delivery: (error, outcome, milliseconds)."""
+    def _attempt(self, row: Pending) -> list[tuple[Pending, str | None, str, float]]:
+        """One delivery begun: the rows it settled, each with (error,
+        outcome, milliseconds) -- this row's, unless its text waits for the
+        next row's commands, and the row's whose text went with them."""
         assert self._bounce_key is not None
         self.db.writer_idle()
         started = time.monotonic()
@@ -617,16 +736,22 @@ class Outbound(Poller):
             row = row._replace(raw=written_out(row.raw))  # a reply kept as its parts (compose.py)
         except Exception as exc:  # our own parts: a fault of the server, never of the relay
             log.exception("outbox row %s could not be written out", row.id)
-            return f"the server could not write this mail out ({type(exc).__name__})", FAIL, 0.0
-        try:
-            self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain))
-        except PermanentFailure as exc:
-            return str(exc), FAIL, (time.monotonic() - started) * 1000
-        except TemporaryFailure as exc:
-            return str(exc), RETRY, (time.monotonic() - started) * 1000
-        except RelayFault as exc:
-            return str(exc), KEEP, (time.monotonic() - started) * 1000
-        return None, SENT, (time.monotonic() - started) * 1000
+            return [(row, f"the server could not write this mail out ({type(exc).__name__})", FAIL, 0.0)]
+        return [self._outcome(*settled) for settled in
+                self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain), started)]
+
+    def _outcome(self, row: Pending, started: float, exc: BaseException | None) -> tuple[Pending, str | None, str, float]:
+        """What became of a row, as delivery records it: (row, error, outcome, milliseconds)."""
+        ms = (time.monotonic() - started) * 1000
+        if exc is None:
+            return row, None, SENT, ms
+        judged = exc if isinstance(exc, (PermanentFailure, TemporaryFailure, RelayFault)) else _judge(exc, self._where())
+        outcome = FAIL if isinstance(judged, PermanentFailure) else RETRY if isinstance(judged, TemporaryFailure) else KEEP
+        return row, str(judged), outcome, ms
+
+    def _where(self) -> str:
+        relay = self.settings.relay_host_port
+        return f"{relay[0]}:{relay[1]}" if relay else self.settings.maildir
 
     def _mark(self, marks: list[tuple[Pending, str | None, str, float]]) -> bool:
         """Write the outcomes gathered (and empty the list); False if the

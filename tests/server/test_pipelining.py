@@ -1,10 +1,12 @@
 """Delivery with SMTP PIPELINING (RFC 2920; pbm_server/mail/outbound.py,
-send_one): when the relay offers it, MAIL, RCPT and DATA go in one write,
-the text in a second; every refusal raises what smtplib's one command at a
-time raises, so delivery judges it the same (outbound._judge), and the
-session is left ready for the next mail.  The relay is a real aiosmtpd
-server that offers PIPELINING (it reads commands from its stream in order);
-between us and it, a plain TCP pipe notes each piece the client writes."""
+Stream and send_one): when the relay offers it, a mail's MAIL, RCPT and
+DATA go in one write, after the text of the mail before it (the standard
+lets a mail's text begin a group), and the last text alone; every refusal
+raises (or gives) what smtplib's one command at a time raises, so delivery
+judges it the same (outbound._judge), and the session is left ready for the
+next mail.  The relay is a real aiosmtpd server that offers PIPELINING (it
+reads commands from its stream in order); between us and it, a plain TCP
+pipe notes each piece the client writes."""
 
 from __future__ import annotations
 
@@ -209,5 +211,72 @@ def test_the_server_delivers_its_replies_pipelined(pbm_stopped, relay):
         server.worker.close()
         server.db.dispose()
     assert sorted(r for (r,), _ in handler.messages) == [f"p{n}@example.org" for n in range(4)]
-    writes = [p for p in _commands(pipe) if p.startswith(b"MAIL FROM:")]
-    assert len(writes) == 4 and all(p.endswith(b"\r\nDATA\r\n") for p in writes)
+    # one write a mail: its commands after the text of the mail before; the last text alone
+    writes = [p for p in _commands(pipe) if p.upper() not in (b"QUIT\r\n", b"NOOP\r\n")]
+    assert len(writes) == 5, writes
+    assert writes[0].startswith(b"MAIL FROM:") and writes[0].endswith(b"\r\nDATA\r\n")
+    assert all(b"\r\n.\r\nMAIL FROM:" in p and p.endswith(b"\r\nDATA\r\n") for p in writes[1:4])
+    assert writes[4].endswith(b"\r\n.\r\n") and b"MAIL FROM:" not in writes[4]
+
+
+class RefusingTexts(PipeliningSink):
+    """Refuses the text of the mails to the recipients in ``texts`` (the
+    answer to the end of DATA), with their answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: dict[str, str] = {}
+
+    async def handle_DATA(self, server, session, envelope):
+        for rcpt in envelope.rcpt_tos:
+            if rcpt.lower() in self.texts:
+                return self.texts[rcpt.lower()]
+        return await super().handle_DATA(server, session, envelope)
+
+
+def test_refusals_in_a_stream_settle_each_mail_as_one_at_a_time_would(pbm_stopped):
+    """Six replies over a relay that refuses the recipient of the second
+    (550), the text of the third (554, read with the fourth's commands),
+    defers the text of the fifth (451) and takes the rest: each row ends as
+    it would one command at a time -- failed, failed, to be tried again --
+    the others sent once, none lost, none sent twice; the session after a
+    refused text goes on, and the sixth, whose commands went with the
+    deferred text, is sent all the same before the pass stops."""
+    from pbm_server.running.server import Server
+
+    handler = RefusingTexts()
+    port = free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    pbm = pbm_stopped
+    settings = load_settings({**pbm.env, "PBM_RELAY": f"127.0.0.1:{port}"})
+    server = Server(settings, parts=("worker", "outbound"), processes=1)
+    handler.rcpt_answers = {"p1@example.org": "550 5.1.1 <p1@example.org>: Recipient address rejected"}
+    handler.texts = {"p2@example.org": "554 5.7.1 message content rejected",
+                     "p4@example.org": "451 4.3.0 try again later"}
+    try:
+        mails = []
+        for n in range(6):
+            msg = pbm.build(f"p{n}@example.org", "pbm", "help")
+            mails.append((msg["From"], [msg["To"]], bytes(msg)))
+        store_messages(server.db, mails)
+        while server.worker.run_once():
+            pass
+        server.outbound.step()
+
+        def rows() -> dict[str, tuple[str, int]]:
+            with server.db.engine.connect() as c:
+                return {to: (status, attempts) for to, status, attempts in
+                        c.execute(text("SELECT to_addr, status, attempts FROM outbox")).all()}
+
+        after = rows()
+        assert [after[f"p{n}@example.org"][0] for n in (0, 3, 5)] == ["sent"] * 3
+        assert after["p1@example.org"][0] == "failed" and after["p2@example.org"][0] == "failed"
+        assert after["p4@example.org"] == ("pending", 1)  # deferred: tried again after its delay
+    finally:
+        server.outbound._end_session()
+        server.worker.close()
+        server.db.dispose()
+        controller.stop()
+    taken = sorted(r for (r,), _ in handler.messages)
+    assert taken == ["p0@example.org", "p3@example.org", "p5@example.org"]
