@@ -138,6 +138,15 @@ def _turns(o: Options, pg: str | None) -> dict:
     return {"turns": _timed(bench_turns.run, players=100 if o.quick else None)}
 
 
+@part("scheduler", "a scheduler pass with nothing to do, by number of running games (10 to 10,000)",
+      per_database=True)
+def _scheduler(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_scheduler
+
+    sizes = [10, 200, 2000] if o.quick else [10, 200, 2000, 10000]
+    return {"scheduler": _timed(bench_scheduler.run, sizes=sizes, count=10 if o.quick else 40, pg=pg)}
+
+
 @part("hosts", "two namespaced hosts, a core each, vs one host on one core, one PostgreSQL (root; --postgres)")
 def _hosts(o: Options, pg: str | None) -> dict:
     from benchmarks import bench_hosts
