@@ -186,9 +186,22 @@ def test_a_refusal_raises_what_smtplib_raises_and_the_session_goes_on(relay, wha
     assert handler.messages == [([RCPT], MAIL)] * 2
 
 
+def _replies_waiting(pbm, server, count: int) -> None:
+    """``help`` from p0@example.org, p1, ... stored and handled: a reply to
+    each waits in the outbox."""
+    mails = []
+    for n in range(count):
+        msg = pbm.build(f"p{n}@example.org", "pbm", "help")
+        mails.append((msg["From"], [msg["To"]], bytes(msg)))
+    store_messages(server.db, mails)
+    while server.worker.run_once():
+        pass
+
+
 def test_the_server_delivers_its_replies_pipelined(pbm_stopped, relay):
     """`pbm serve`'s delivery, through the relay that offers PIPELINING:
-    each reply in two writes, each marked sent once."""
+    one write a reply (its commands after the text before), the last text
+    alone; each marked sent once."""
     from pbm_server.running.server import Server
 
     handler, pipe = relay
@@ -196,13 +209,7 @@ def test_the_server_delivers_its_replies_pipelined(pbm_stopped, relay):
     settings = load_settings({**pbm.env, "PBM_RELAY": f"127.0.0.1:{pipe.listen_port}"})
     server = Server(settings, parts=("worker", "outbound"), processes=1)
     try:
-        mails = []
-        for n in range(4):
-            msg = pbm.build(f"p{n}@example.org", "pbm", "help")
-            mails.append((msg["From"], [msg["To"]], bytes(msg)))
-        store_messages(server.db, mails)
-        while server.worker.run_once():
-            pass
+        _replies_waiting(pbm, server, 4)
         assert server.outbound.step() == 4
         with server.db.engine.connect() as c:
             assert c.execute(text("SELECT status, count(*) FROM outbox GROUP BY status")).all() == [("sent", 4)]
@@ -255,13 +262,7 @@ def test_refusals_in_a_stream_settle_each_mail_as_one_at_a_time_would(pbm_stoppe
     handler.texts = {"p2@example.org": "554 5.7.1 message content rejected",
                      "p4@example.org": "451 4.3.0 try again later"}
     try:
-        mails = []
-        for n in range(6):
-            msg = pbm.build(f"p{n}@example.org", "pbm", "help")
-            mails.append((msg["From"], [msg["To"]], bytes(msg)))
-        store_messages(server.db, mails)
-        while server.worker.run_once():
-            pass
+        _replies_waiting(pbm, server, 6)
         server.outbound.step()
 
         def rows() -> dict[str, tuple[str, int]]:
