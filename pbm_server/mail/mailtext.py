@@ -483,7 +483,21 @@ def automatic_reason(mail: IncomingMail, envelope_from: str, own_domain: str) ->
 
 
 def _clean(line: str) -> str:
-    return _CONTROL.sub(" ", line).strip()[:MAX_LINE_CHARS]
+    return _cut(_CONTROL.sub(" ", line).strip())
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to MAX_LINE_CHARS, or before a ``$$password$$`` that
+    the cut would go through (the password is read whole:
+    :func:`_passwords_cut_off`)."""
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    for pair in PASSWORD_RE.finditer(text):
+        if pair.start() >= MAX_LINE_CHARS:
+            break
+        if pair.end() > MAX_LINE_CHARS:
+            return text[:pair.start()].rstrip()
+    return text[:MAX_LINE_CHARS]
 
 
 def decode_flowed(text: str, delsp: bool = False) -> str:
@@ -536,8 +550,18 @@ def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None =
             _passwords_beyond(number, line, seen, beyond)
             continue
         lines.append(Line(number, text))
+        if len(line) > MAX_LINE_CHARS and "$$" in line:
+            _passwords_cut_off(number, line, text, seen, beyond)
     lines.extend(beyond)
     return lines
+
+
+def _passwords_cut_off(number: int, line: str, kept: str, seen: set[str], out: list[Line]) -> None:
+    """The ``$$passwords$$`` of a long line after the part ``kept`` of it
+    (a command line is cut at MAX_LINE_CHARS; a password at its end still
+    counts, as one after the line cap does)."""
+    whole = _CONTROL.sub(" ", line).strip()
+    _passwords_beyond(number, whole[len(kept):], seen, out)
 
 
 def _passwords_beyond(number: int, line: str, seen: set[str], out: list[Line]) -> None:

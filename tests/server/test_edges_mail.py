@@ -243,3 +243,19 @@ def test_a_forwarded_old_order_is_read_and_its_header_lines_are_skipped(pbm: Pbm
         assert "GIVE 3 TO bob" in answer and "forwards a mail" in answer, (client, answer)
         assert "> Date" not in answer and "> From" not in answer and "> Subject" not in answer, (client, answer)
         assert "Forwarded message" not in answer and "REFUSED" not in answer, (client, answer)
+
+
+def test_a_password_at_the_end_of_a_very_long_line_counts(pbm):
+    """A line is read up to 500 characters (nobody types a longer command),
+    but a $$password$$ past them -- a client that does not wrap, or a
+    flowed paragraph joined into one line -- still counts, and the cut
+    never goes through it (half a password would be a stray $$)."""
+    pbm.new_game("giveaway", "ring")
+    chatter = "hello, I would like to join this game please, " * 12
+    assert len(chatter) > 500
+    for handle, line in (("ann", f"{chatter}$$ann-pass-77$$"), ("bob", chatter[:495] + " $$bob-pass-77$$")):
+        email = pbm.register(handle, f"{handle}-pass-77")
+        reply = pbm.flat(pbm.mail(email, "ring", f"JOIN\n{line}"))
+        assert "ok (line 1): accepted" in reply, reply
+        assert "REFUSED (line 2): unknown command 'hello,'" in reply  # the long line is read as a command
+        assert f"{handle}-pass-77" not in reply and "$$" not in reply
