@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any, NoReturn, TextIO
 
 import click
-from alembic.util.exc import CommandError as AlembicError
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -36,7 +35,7 @@ from pbm_server.play.creation import create_game
 from pbm_server.play.moves import apply_commands
 from pbm_server.play.notices import Mailer
 from pbm_server.play.turns import run_turn, why_not_done
-from pbm_server.store.db import EXCLUSIVE, Database
+from pbm_server.store.db import EXCLUSIVE, Database, alembic_errors
 from pbm_server.store.lookup import account_by_handle, audit, find_game, player_count
 from pbm_server.store.models import Account, Game, InboundMail, OutboundMail
 
@@ -100,7 +99,7 @@ class Env:
                     self.upgraded = _upgrade(db)
                 else:
                     db.engine.connect().close()
-            except (OSError, SQLAlchemyError, AlembicError) as exc:
+            except (OSError, SQLAlchemyError, alembic_errors()) as exc:
                 shown = settings_mod.shown(self.settings, "database_url")
                 fail(f"PBM_DATABASE_URL: cannot open {shown}: {_first_line(exc)}", self.fault_code)
             self._db = db
@@ -117,8 +116,10 @@ def _upgrade(db: Database) -> tuple[str | None, str | None] | None:
     """Upgrade ``db`` to the newest migration; (from, to) if it was not
     there already, with one log line saying so (Alembic's own INFO lines,
     one or more per migration, are shown only with -v)."""
-    from pbm_server.store.db import current_revision, head_revision
+    from pbm_server.store.db import current_revision, head_revision, is_current
 
+    if is_current(db.engine):
+        return None
     before = current_revision(db.engine)
     if before == head_revision():
         return None
@@ -276,7 +277,7 @@ def db_downgrade(env: Env, revision: str, yes: bool) -> None:
         fail("downgrading drops what the newer migrations added: back up first, then repeat with --yes", EX_USAGE)
     try:
         downgrade(env.open_db(upgrade=False).engine, revision)
-    except AlembicError as exc:
+    except alembic_errors() as exc:
         fail(f"cannot downgrade to {revision}: {_first_line(exc)}", EX_USAGE)
     click.echo(f"database at {settings_mod.shown(env.settings, 'database_url')} is at revision {revision}")
 

@@ -28,6 +28,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import re
 import threading
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -35,16 +36,15 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import NoSuchModuleError
+from sqlalchemy.exc import NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
     import sqlite3
 
+    from alembic.config import Config
     from sqlalchemy.pool import ConnectionPoolEntry
 
 #: advisory lock ids (PostgreSQL) for work that must not run twice at once
@@ -148,6 +148,8 @@ def is_transient(first: BaseException) -> bool:
 
 
 def alembic_config(engine: Engine) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     # the repository's top-level migrations/, installed as a package (setup.py)
     cfg.set_main_option("script_location", str(files("pbm_server.migrations")))
@@ -159,6 +161,7 @@ def alembic_config(engine: Engine) -> Config:
 @functools.cache
 def head_revision() -> str | None:
     """The newest migration's revision (the scripts are read once a process)."""
+    from alembic.config import Config
     from alembic.script import ScriptDirectory
 
     cfg = Config()
@@ -168,8 +171,12 @@ def head_revision() -> str | None:
 
 def upgrade(engine: Engine) -> None:
     """Create or upgrade the schema to the newest migration.  A database
-    already at the newest one is left alone without running Alembic's
-    environment (every CLI command and back end opens the database)."""
+    already at the newest one is left alone without Alembic (every CLI
+    command and back end opens the database: :func:`is_current`)."""
+    if is_current(engine):
+        return
+    from alembic import command
+
     if current_revision(engine) == head_revision():
         return
     command.upgrade(alembic_config(engine), "head")
@@ -177,7 +184,54 @@ def upgrade(engine: Engine) -> None:
 
 def downgrade(engine: Engine, revision: str) -> None:
     """Take the schema back to ``revision`` (the migrations' downgrade steps)."""
+    from alembic import command
+
     command.downgrade(alembic_config(engine), revision)
+
+
+def alembic_errors() -> type[Exception]:
+    """What Alembic raises when a migration command fails (imported only
+    when asked: an ``except`` clause evaluates it only for an exception)."""
+    from alembic.util.exc import CommandError
+
+    return CommandError
+
+
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*(?::[^=\n]*)?=\s*['\"]?(\w+)", re.M)
+
+
+@functools.cache
+def newest_revision() -> str | None:
+    """The newest migration, read from the scripts' ``revision`` and
+    ``down_revision`` lines without importing Alembic, which costs a
+    command a fifth of a second of CPU (and ``pbm mail inject`` is one
+    command for each mail an MTA pipes in): the one revision no script
+    names as the one before it; None unless there is exactly one
+    (tests/server/test_db_commands.py checks it is Alembic's head)."""
+    revisions: set[str] = set()
+    before: set[str] = set()
+    for script in (files("pbm_server.migrations") / "versions").iterdir():
+        if script.name.endswith(".py"):
+            lines = {m.group(1): m.group(2) for m in _REVISION_LINE.finditer(script.read_text(encoding="utf-8"))}
+            if "revision" in lines:
+                revisions.add(lines["revision"])
+                before.add(lines.get("down_revision", "None"))
+    heads = revisions - before
+    return heads.pop() if len(heads) == 1 else None
+
+
+def is_current(engine: Engine) -> bool:
+    """The schema is at the newest migration (:func:`newest_revision`), as
+    one SELECT of Alembic's ``alembic_version`` row says; False also when
+    it cannot tell (no such table yet, no connection: Alembic then looks)."""
+    newest = newest_revision()
+    if newest is None:
+        return False
+    try:
+        with engine.connect() as conn:
+            return bool(conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [newest])
+    except SQLAlchemyError:
+        return False
 
 
 def current_revision(engine: Engine) -> str | None:
