@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import random
 import re
 import shutil
 import signal
@@ -131,10 +132,34 @@ def wait_until(cond, timeout: float = 30.0, what: str = "the condition") -> None
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 by default)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_ports = random.Random()  # seeded from the OS: each xdist worker picks its own
+
+
 def free_port() -> int:
+    """A port to listen on, free now, picked at random below the kernel's
+    ephemeral range: a port from that range (bind to 0) can be taken as the
+    local port of an outgoing connection -- to PostgreSQL, to a relay, of
+    the other suite running beside this one -- before the test binds it."""
+    high = _ephemeral_low()
+    for _ in range(100):
+        port = _ports.randrange(max(1024, high - 12000), high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 class SinkHandler:
