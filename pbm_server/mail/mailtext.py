@@ -483,13 +483,16 @@ def automatic_reason(mail: IncomingMail, envelope_from: str, own_domain: str) ->
 
 
 def _clean(line: str) -> str:
-    return _cut(_CONTROL.sub(" ", line).strip())
+    return _cut(_tidy(line))
+
+
+def _tidy(line: str) -> str:
+    return _CONTROL.sub(" ", line).strip()
 
 
 def _cut(text: str) -> str:
     """``text`` cut to MAX_LINE_CHARS, or before a ``$$password$$`` that
-    the cut would go through (the password is read whole:
-    :func:`_passwords_cut_off`)."""
+    the cut would go through (the password is read whole: command_lines)."""
     if len(text) <= MAX_LINE_CHARS:
         return text
     for pair in PASSWORD_RE.finditer(text):
@@ -542,7 +545,8 @@ def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None =
             # counts: the password may stand anywhere in the mail
             _passwords_beyond(number, line, seen, beyond)
             continue
-        text = _clean(line)
+        whole = _tidy(line)
+        text = _cut(whole)
         if not text:
             continue
         if len(lines) >= MAX_LINES:
@@ -550,18 +554,11 @@ def command_lines(body: str, sent: Sequence[SentMail] = (), domain: str | None =
             _passwords_beyond(number, line, seen, beyond)
             continue
         lines.append(Line(number, text))
-        if len(line) > MAX_LINE_CHARS and "$$" in line:
-            _passwords_cut_off(number, line, text, seen, beyond)
+        if len(whole) > len(text):
+            # a line is cut at MAX_LINE_CHARS, but a password at its end counts
+            _passwords_beyond(number, whole[len(text):], seen, beyond)
     lines.extend(beyond)
     return lines
-
-
-def _passwords_cut_off(number: int, line: str, kept: str, seen: set[str], out: list[Line]) -> None:
-    """The ``$$passwords$$`` of a long line after the part ``kept`` of it
-    (a command line is cut at MAX_LINE_CHARS; a password at its end still
-    counts, as one after the line cap does)."""
-    whole = _CONTROL.sub(" ", line).strip()
-    _passwords_beyond(number, whole[len(kept):], seen, out)
 
 
 def _passwords_beyond(number: int, line: str, seen: set[str], out: list[Line]) -> None:
