@@ -245,23 +245,6 @@ def _judge(exc: BaseException, relay: str) -> Exception:
 _LEADING_DOT = re.compile(rb"(?m)^\.")
 
 
-def send_one(smtp: smtplib.SMTP, sender: str, rcpt: str, raw: bytes, options: list[str]) -> None:
-    """One mail to one recipient over an open session, with what
-    ``smtp.sendmail`` raises on a refusal: through a :class:`Stream` when the
-    relay offers PIPELINING, else one command at a time (smtplib)."""
-    if not pipelines(smtp):
-        smtp.sendmail(sender, [rcpt], raw, mail_options=options)
-        return
-    stream = Stream(smtp)
-    _, refused = stream.send(sender, rcpt, raw, options)
-    if refused is None:
-        refused = stream.finish()
-        if isinstance(refused, smtplib.SMTPResponseException):
-            _after_refusal(smtp, refused.smtp_code)
-    if refused is not None:
-        raise refused
-
-
 def pipelines(smtp: smtplib.SMTP) -> bool:
     """The relay offers PIPELINING (RFC 2920; Postfix does)."""
     return bool(smtp.does_esmtp and smtp.has_extn("pipelining"))
@@ -412,7 +395,7 @@ class Outbound(Poller):
         self._composer: Composer | None = None
 
     # -- one delivery -------------------------------------------------------------
-    def _deliver(self, row: Pending, sender: str = "", started: float = 0.0) -> list[tuple[Pending, float, BaseException | None]]:
+    def _deliver(self, row: Pending, sender: str, started: float) -> list[tuple[Pending, float, BaseException | None]]:
         """``sender``: the envelope sender, the row's own return path (bounces.py).
         The rows this settled, each with what became of it (None: the relay
         took it): this row, unless the relay waits for its text (a
@@ -438,12 +421,12 @@ class Outbound(Poller):
             smtp = self._relay_session(host, port)
         except (OSError, ValueError, smtplib.SMTPException) as exc:
             self._end_session()
-            return [(row, started, _relay_fault(exc, f"{host}:{port}"))]
+            return [(row, started, _relay_fault(exc, self._where()))]
         options: list[str] = []
         if not row.to_addr.isascii():
             if not smtp.has_extn("smtputf8"):
                 return [(row, started, PermanentFailure(
-                    f"{row.to_addr} has characters outside ASCII, and the relay {host}:{port} does not offer "
+                    f"{row.to_addr} has characters outside ASCII, and the relay {self._where()} does not offer "
                     f"SMTPUTF8 (RFC 6531), which mail to such an address needs; a relay that offers it would take it"))]
             options.append("SMTPUTF8")  # RFC 6531; the mail's bytes go as they are
         try:

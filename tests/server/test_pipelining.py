@@ -1,5 +1,5 @@
 """Delivery with SMTP PIPELINING (RFC 2920; pbm_server/mail/outbound.py,
-Stream and send_one): when the relay offers it, a mail's MAIL, RCPT and
+Stream): when the relay offers it, a mail's MAIL, RCPT and
 DATA go in one write, after the text of the mail before it (the standard
 lets a mail's text begin a group), and the last text alone; every refusal
 raises (or gives) what smtplib's one command at a time raises, so delivery
@@ -21,11 +21,25 @@ from sqlalchemy import text
 
 from pbm_server.base.settings import load_settings
 from pbm_server.mail.inbound import store_messages
-from pbm_server.mail.outbound import send_one
+from pbm_server.mail.outbound import Stream, pipelines
 from tests.harness import free_port
 from tests.server.test_relay_faults import PolicySink
 
 SENDER, RCPT = "bounces@pbm.test", "player@example.org"
+
+
+def send_one(smtp: smtplib.SMTP, sender: str, rcpt: str, raw: bytes, options: list[str]) -> None:
+    """One mail as delivery sends it -- a :class:`Stream` of one when the
+    relay offers PIPELINING, else smtplib one command at a time --, raising
+    what became of it."""
+    if not pipelines(smtp):
+        smtp.sendmail(sender, [rcpt], raw, mail_options=options)
+        return
+    stream = Stream(smtp)
+    _, refused = stream.send(sender, rcpt, raw, options)
+    refused = refused or stream.finish()
+    if refused is not None:
+        raise refused
 MAIL = (b"From: pbm@pbm.test\r\nTo: player@example.org\r\nSubject: t\r\n\r\n"
         b"line one\r\n.a line starting with a dot\r\n..two dots\r\n.\r\nlast line\r\n")
 
