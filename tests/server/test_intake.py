@@ -99,7 +99,7 @@ def test_mail_inject_for_mta_pipes(pbm):
 
 
 @pytest.mark.nodb
-def test_the_listener_reads_every_envelope_address_as_aiosmtpd_does():
+def test_the_listener_reads_every_envelope_address_as_aiosmtpd_does(monkeypatch):
     """The listener reads the usual <local@domain> paths itself, without the
     email package's full parser (a tenth of a session's CPU), and hands every
     other form to aiosmtpd's: both give the same address and parameters, or
@@ -136,5 +136,22 @@ def test_the_listener_reads_every_envelope_address_as_aiosmtpd_does():
         differ = [(f, read(ours, f), read(theirs, f)) for f in forms if read(ours, f) != read(theirs, f)]
         assert differ == []
         assert read(ours, "<player1@example.org> SIZE=100") == ("player1@example.org", "SIZE=100")
+        # the usual forms never reach the email package's parser; the others do
+        import aiosmtpd.smtp
+
+        parsed: list[str] = []
+        full_parser = aiosmtpd.smtp.get_angle_addr
+
+        def counted(arg):
+            parsed.append(arg)
+            return full_parser(arg)
+
+        monkeypatch.setattr(aiosmtpd.smtp, "get_angle_addr", counted)
+        assert read(ours, "<player1@example.org>") == ("player1@example.org", "")
+        assert read(ours, "<a.b+tag@c-d.example> SIZE=100 BODY=8BITMIME") == ("a.b+tag@c-d.example",
+                                                                              "SIZE=100 BODY=8BITMIME")
+        assert parsed == []
+        assert read(ours, "<a@b.c> (comment) SIZE=5") == ("a@b.c", "SIZE=5")
+        assert parsed == ["<a@b.c> (comment) SIZE=5"]
     finally:
         loop.close()
