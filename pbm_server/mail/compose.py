@@ -31,7 +31,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound
 
 from games.base import Result, Section
 from pbm_server.base.settings import Settings
-from pbm_server.mail.headers import POLICY, SMTP_POLICY
+from pbm_server.mail.headers import POLICY, SMTP_POLICY, plain_or_parsed
 
 #: the package the templates are installed as (the repository's top-level
 #: templates/, mapped into the wheel by setup.py)
@@ -604,11 +604,12 @@ class Composer:
         text = fit_lines(self._render("layout.txt", {**layout, "lead": lead, "body": plain})) + "\n"
         msg = EmailMessage(policy=POLICY)
         msg["From"] = formataddr((from_name, f"{from_local}@{domain}"))
-        msg["To"] = to_addr
+        # the values of this mail alone are written as they are when they are plain
+        msg["To"] = plain_or_parsed("To", to_addr)
         msg["Subject"] = SubjectHeader("Subject", redact(subject, set(secrets)))
-        msg["Date"] = format_datetime(now)
+        msg["Date"] = plain_or_parsed("Date", format_datetime(now))
         message_id = message_id or make_msgid(domain=domain)
-        msg["Message-ID"] = message_id
+        msg["Message-ID"] = plain_or_parsed("Message-ID", message_id)
         msg["Auto-Submitted"] = auto
         msg["X-Auto-Response-Suppress"] = "All"
         msg["X-Loop"] = f"pbm@{domain}"
@@ -616,11 +617,12 @@ class Composer:
             msg["List-Unsubscribe"] = f"<{unsubscribe[0]}>, <{unsubscribe[1]}>"
             msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
         if in_reply_to:
-            msg["In-Reply-To"] = in_reply_to
-            msg["References"] = " ".join(thread_references(thread, references or [], in_reply_to))
+            msg["In-Reply-To"] = plain_or_parsed("In-Reply-To", in_reply_to)
+            msg["References"] = plain_or_parsed("References",
+                                                " ".join(thread_references(thread, references or [], in_reply_to)))
         elif thread:
-            msg["In-Reply-To"] = thread
-            msg["References"] = thread
+            msg["In-Reply-To"] = plain_or_parsed("In-Reply-To", thread)
+            msg["References"] = plain_or_parsed("References", thread)
         msg.set_content(text, cte="quoted-printable")
         if body.html is not None:
             msg.make_alternative(boundary=BOUNDARY)

@@ -457,6 +457,20 @@ def _limited_smtp_class() -> Callable[Concatenate[InboundHandler, SessionLimits,
         """An SMTP session that counts against :class:`SessionLimits`: over
         the limit it answers 421 instead of the greeting and closes."""
 
+        #: the names aiosmtpd looks for (commands, AUTH mechanisms) -- see __dir__
+        _looked_up: list[str] | None = None
+
+        def __dir__(self) -> list[str]:
+            """Only the names aiosmtpd looks up on a session (``smtp_*``,
+            ``auth_*``), listed once per class: it builds every session's
+            tables of commands and AUTH mechanisms from dir() and
+            inspect.getmembers(), which reads every attribute -- a sixth of
+            the listener's CPU a mail before."""
+            cls = type(self)
+            if cls._looked_up is None:
+                cls._looked_up = [n for n in object.__dir__(self) if n.startswith(("smtp_", "auth_"))]
+            return list(cls._looked_up)
+
         def __init__(self, handler: InboundHandler, limits: SessionLimits, **kwargs: Any) -> None:
             super().__init__(handler, **kwargs)
             self.limits = limits

@@ -155,3 +155,34 @@ def test_the_listener_reads_every_envelope_address_as_aiosmtpd_does(monkeypatch)
         assert parsed == ["<a@b.c> (comment) SIZE=5"]
     finally:
         loop.close()
+
+
+@pytest.mark.nodb
+def test_a_listener_session_knows_the_commands_and_hooks_aiosmtpd_finds():
+    """A session lists only the names aiosmtpd looks up (inbound.py,
+    LimitedSMTP.__dir__), which spares it reading every attribute of every
+    new session; it still finds every command, AUTH mechanism and handler
+    hook that aiosmtpd's own class finds, and they still run ours."""
+    import asyncio
+
+    from aiosmtpd.smtp import SMTP
+
+    from pbm_server.base.settings import load_settings
+    from pbm_server.mail.inbound import GameNames, InboundHandler, IntakeWriter, SessionLimits, _limited_smtp_class
+    from pbm_server.store.db import Database
+
+    db = Database("sqlite://")
+    handler = InboundHandler(load_settings(), IntakeWriter(db), GameNames(db))
+    loop = asyncio.new_event_loop()
+    try:
+        ours = _limited_smtp_class()(handler, SessionLimits(1, 1), loop=loop)
+        theirs = SMTP(handler, loop=loop)
+        assert sorted(ours._smtp_methods) == sorted(theirs._smtp_methods)
+        assert "RCPT" in ours._smtp_methods and "DATA" in ours._handle_hooks
+        assert sorted(ours._auth_methods) == sorted(theirs._auth_methods) == ["LOGIN", "PLAIN"]
+        assert ours._handle_hooks == theirs._handle_hooks
+        assert ours._smtp_methods["MAIL"].__self__ is ours  # bound to this session
+        assert all(n.startswith(("smtp_", "auth_")) for n in dir(ours))
+    finally:
+        loop.close()
+        db.dispose()
