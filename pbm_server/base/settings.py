@@ -147,6 +147,13 @@ def _log_format(value: str) -> str | None:
     return None if value in ("text", "json") else "expected text or json"
 
 
+CPU_POLICIES = ("batch", "normal")
+
+
+def _cpu_policy(value: str) -> str | None:
+    return None if value in CPU_POLICIES else "expected batch (mail's processes SCHED_BATCH) or normal"
+
+
 def _nice(value: int) -> str | None:
     return None if 0 <= value <= 19 else "expected a nice increment from 0 to 19"
 
@@ -238,6 +245,10 @@ class Settings:
         _not_negative,
     )
     backend_nice: int = _setting(0, "nice increment of the back-end process (0-19)", _nice)
+    cpu_policy: str = _setting(
+        "batch", "batch: the listener and back ends run as SCHED_BATCH (Linux), so a wake-up never preempts a "
+        "password check, and short steps run together (docs/scaling.md); normal: the default policy", _cpu_policy,
+    )
     log_format: str = _setting(
         "text", "log lines as text, or json: one JSON object a line with the mail's facts as fields", _log_format,
     )

@@ -147,6 +147,25 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return {"PBM_" + f.name.upper(): str(getattr(settings, f.name)) for f in fields(Settings)}
 
 
+def _schedule(policy: str) -> None:
+    """This thread, and the threads and processes it starts from now on,
+    under PBM_CPU_POLICY: ``batch`` (SCHED_BATCH) for mail's processes.  A
+    thread of a batch process that wakes (an SMTP command, a commit to
+    answer) never preempts the password check running on a core; it runs
+    when the check's slice ends, together with whatever else woke meanwhile,
+    instead of each wake-up taking the core cold on its own (a rush of first
+    mails, docs/benchmarks.md).  The HTTP side keeps the normal policy.
+    Where the system has no SCHED_BATCH, nothing changes."""
+    wanted = getattr(os, "SCHED_BATCH", None) if policy == "batch" else getattr(os, "SCHED_OTHER", None)
+    if wanted is None:
+        return
+    try:
+        if os.sched_getscheduler(0) != wanted:
+            os.sched_setscheduler(0, wanted, os.sched_param(0))
+    except OSError as exc:  # a container that forbids it: mail goes on under the policy it has
+        log.warning("could not set the CPU policy %s (PBM_CPU_POLICY): %s", policy, exc)
+
+
 class Server:
     def __init__(self, settings: Settings, parts: tuple[str, ...] = PARTS, processes: int | None = None):
         self.settings = settings
@@ -340,6 +359,7 @@ class Server:
         self._open_http()
         wake_fd = os.environ.pop(ENV_WAKE_FD, None)
         parent = os.environ.pop(ENV_PARENT, None)
+        _schedule(self.settings.cpu_policy if self.local_parts != ("http",) else "normal")
         if parent:
             _die_with_parent(int(parent))
             if self.local_parts == ("http",):

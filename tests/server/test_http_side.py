@@ -182,6 +182,30 @@ def children(parent: int) -> list[tuple[int, list[str]]]:
     return found
 
 
+def policies(pid: int) -> set[int]:
+    """The scheduling policies of a process's threads (/proc's field 41)."""
+    found = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+            found.add(int(fh.read().rsplit(")", 1)[1].split()[38]))
+    return found
+
+
+@pytest.mark.process
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+def test_mail_runs_as_sched_batch_and_the_http_side_does_not(pbm: PbmServer):
+    """PBM_CPU_POLICY=batch (the default): every thread of the listener and
+    of the back end is SCHED_BATCH, so none of their wake-ups preempts a
+    password check; the HTTP side's threads keep the normal policy."""
+    pbm.mail("ann@example.org", "pbm", "help")  # every thread started and at work
+    kids = children(pbm.proc.pid)
+    backend = [pid for pid, argv in kids if "--without" in argv and "http" in argv]
+    http = [pid for pid, argv in kids if "--without" in argv and "http" not in argv]
+    assert len(backend) == 1 and len(http) == 1, kids
+    assert policies(pbm.proc.pid) == policies(backend[0]) == {os.SCHED_BATCH}
+    assert policies(http[0]) == {os.SCHED_OTHER}
+
+
 @pytest.mark.process
 def test_the_http_side_runs_in_its_own_process_and_is_restarted(pbm: PbmServer):
     """With the listener in its own process (the default), the HTTP side is a
