@@ -381,7 +381,6 @@ class Server:
         self._open_http()
         wake_fd = os.environ.pop(ENV_WAKE_FD, None)
         parent = os.environ.pop(ENV_PARENT, None)
-        _schedule(self.settings.cpu_policy if self.local_parts != ("http",) else "normal")
         if parent:
             _die_with_parent(int(parent))
             if self.local_parts == ("http",):
@@ -488,6 +487,8 @@ class Server:
 
         signal.signal(signal.SIGINT, _signal)
         signal.signal(signal.SIGTERM, _signal)
+        # before start(): the threads it starts take the policy from this one
+        _schedule(self.settings.cpu_policy if self.local_parts != ("http",) else "normal")
         self.start()
         _settle_garbage_collector()
         if "listener" in self.local_parts:
