@@ -197,7 +197,8 @@ def test_mail_runs_as_sched_batch_and_the_http_side_does_not(pbm: PbmServer):
     """PBM_CPU_POLICY=batch (the default): every thread of the listener and
     of the back end is SCHED_BATCH, so none of their wake-ups preempts a
     password check; the HTTP side's threads keep the normal policy."""
-    pbm.mail("ann@example.org", "pbm", "help")  # every thread started and at work
+    pbm.mail("ann@example.org", "pbm", "help")  # the listener and the back end started and at work
+    assert get(pbm.http_port, "/healthz")[0] == 200  # the HTTP side too (it starts on its own)
     kids = children(pbm.proc.pid)
     backend = [pid for pid, argv in kids if "--without" in argv and "http" in argv]
     http = [pid for pid, argv in kids if "--without" in argv and "http" not in argv]
