@@ -289,12 +289,14 @@ class OncePolicy(EmailPolicy):
         return (name, _parsed(self.header_factory, name, value))
 
 
+#: an atom's characters in ASCII (RFC 5322 3.2.3 atext)
+ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 #: a value the email package writes back as it is: printable ASCII words
 #: with one space between them, and no encoded word (``=?``) to decode
 _PLAIN = re.compile(r"(?!.*=\?)[\x21-\x7e]+(?: [\x21-\x7e]+)*\Z")
-#: an address the email package writes back as it is: a dot-atom on both sides
-_PLAIN_ADDRESS = re.compile(r"[A-Za-z0-9!#$%&'*+/^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/^_`{|}~-]+)*"
-                            r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\Z")
+#: an address the email package writes back as it is: a dot-atom local
+#: part (no encoded word in it) at a domain of letters, digits and hyphens
+_PLAIN_ADDRESS = re.compile(rf"(?!.*=\?){ATEXT}(?:\.{ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\Z")
 #: headers whose value is parsed as an address list
 _ADDRESS_HEADERS = frozenset({"to", "cc", "bcc", "from", "sender", "reply-to"})
 
@@ -306,8 +308,8 @@ class PlainHeader(str):
     the values a reply has of its own (To, Date, Message-ID, In-Reply-To,
     References) are plain.  Made by :func:`plain_or_parsed`, which parses
     every other value; a line longer than the policy allows is folded by
-    the email package as before (``tests/server/test_compose.py`` shows both
-    write the same bytes)."""
+    the email package as before (``tests/server/test_deferred_replies.py``
+    shows both write the same bytes)."""
 
     name: str
     defects: tuple[Any, ...] = ()

@@ -29,6 +29,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from pbm_server.base import clock, logs
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
+from pbm_server.mail.headers import ATEXT
 from pbm_server.store.db import Database
 from pbm_server.store.models import Game, InboundMail
 
@@ -52,12 +53,11 @@ _Waiting = tuple[str, list[str], bytes, "asyncio.Future[list[int] | None]", asyn
 #: a message to store: envelope sender, envelope recipients, raw bytes
 Message = tuple[str, list[str], bytes]
 
-_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 #: a path as nearly every MTA writes it after MAIL FROM: and RCPT TO: --
 #: <dot-atom@dot-atom>, in ASCII -- read without the email package's full
 #: RFC 5322 parser, which aiosmtpd runs on every address (0.1 ms each, a
 #: tenth of a session's CPU); every other form still goes through it
-_PLAIN_PATH = re.compile(rf"<({_ATEXT}(?:\.{_ATEXT})*@{_ATEXT}(?:\.{_ATEXT})*)>")
+_PLAIN_PATH = re.compile(rf"<({ATEXT}(?:\.{ATEXT})*@{ATEXT}(?:\.{ATEXT})*)>")
 
 
 def one_row_each(rcpts: Sequence[str]) -> list[list[str]]:

@@ -226,7 +226,7 @@ def test_a_plain_header_is_written_as_the_email_package_writes_it():
     alphabet = "az09.@<>-_+=?!#()\"', :"
     made = [("In-Reply-To", "<" + "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 70))) + ">")
             for _ in range(300)]
-    made += [("To", "".join(rng.choice("ab.-+@") for _ in range(rng.randint(3, 20)))) for _ in range(300)]
+    made += [("To", "".join(rng.choice("ab.-+=?!#~@") for _ in range(rng.randint(3, 20)))) for _ in range(300)]
     plain = sum(isinstance(plain_or_parsed(n, v), PlainHeader) for n, v in made)
     assert 0 < plain < len(made)  # the random values are of both kinds
     assert all(isinstance(plain_or_parsed(n, v), PlainHeader) for n, v in _PLAIN_VALUES)
@@ -243,6 +243,41 @@ def test_a_plain_header_is_written_as_the_email_package_writes_it():
             except Exception as exc:
                 got = type(exc)
             assert got == expected, (name, value)
+
+
+@pytest.mark.nodb
+def test_a_reply_writes_its_own_header_values_without_parsing_them(monkeypatch):
+    """Writing out a reply parses none of the values it has of its own
+    (To, Date, Message-ID, In-Reply-To, References) when they are plain;
+    a value that is not (a display name) is parsed as before."""
+    from datetime import datetime, timezone
+
+    from pbm_server.mail import headers
+
+    parsed: list[str] = []
+    real = headers._parsed
+
+    def counted(factory, name, value, budget=None):
+        parsed.append(name)
+        return real(factory, name, value, budget)
+
+    monkeypatch.setattr(headers, "_parsed", counted)
+    composer = Composer(load_settings({"PBM_DOMAIN": "pbm.test"}))
+
+    def write(to_addr: str) -> bytes:
+        parsed.clear()
+        return composer.message(to_addr=to_addr, to_name="dora", from_local="dg1", subject="dg1: orders",
+                                body=Rendered("ok", None), auto="auto-replied",
+                                now=datetime(2026, 11, 27, 3, 0, tzinfo=timezone.utc),
+                                in_reply_to="<a.1@example.org>", references=["<a.0@example.org>"],
+                                thread="<game.dg1@pbm.test>")[1]
+
+    raw = write("dora@example.org")
+    assert b"To: dora@example.org\r\n" in raw and b"In-Reply-To: <a.1@example.org>\r\n" in raw
+    own = {"To", "Date", "Message-ID", "In-Reply-To", "References"}
+    assert own.isdisjoint(parsed) and "From" in parsed  # the server's From is parsed (and cached) as before
+    write('"Dora K" <dora@example.org>')
+    assert "To" in parsed
 
 
 @sqlite_only
