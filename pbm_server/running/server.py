@@ -155,7 +155,9 @@ def _schedule(policy: str) -> None:
     answer) never preempts the password check running on a core; it runs
     when the check's slice ends, together with whatever else woke meanwhile,
     instead of each wake-up taking the core cold on its own (a rush of first
-    mails, docs/benchmarks.md).  The HTTP side keeps the normal policy.
+    mails, docs/benchmarks.md).  The HTTP side, in a process of its own
+    (the default), keeps the normal policy; with PBM_SERVE_PROCESSES=1 it
+    shares the one process and its policy.
     Where the system has no SCHED_BATCH, nothing changes."""
     wanted = getattr(os, "SCHED_BATCH", None) if policy == "batch" else getattr(os, "SCHED_OTHER", None)
     if wanted is None:

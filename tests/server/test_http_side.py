@@ -207,6 +207,24 @@ def test_mail_runs_as_sched_batch_and_the_http_side_does_not(pbm: PbmServer):
     assert policies(http[0]) == {os.SCHED_OTHER}
 
 
+@pytest.mark.nodb
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+def test_a_system_that_refuses_the_cpu_policy_gets_one_warning_and_mail_goes_on(monkeypatch, caplog):
+    """A container may forbid changing the policy: `pbm serve` says so on
+    one line and goes on under the policy it has."""
+    from pbm_server.running import server
+
+    def refused(pid, policy, param):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_getscheduler", lambda pid: os.SCHED_OTHER)
+    monkeypatch.setattr(os, "sched_setscheduler", refused)
+    with caplog.at_level("WARNING", logger="pbm_server.running.server"):
+        server._schedule("batch")
+    assert [r.getMessage() for r in caplog.records] == [
+        "could not set the CPU policy batch (PBM_CPU_POLICY): [Errno 1] Operation not permitted"]
+
+
 @pytest.mark.process
 def test_the_http_side_runs_in_its_own_process_and_is_restarted(pbm: PbmServer):
     """With the listener in its own process (the default), the HTTP side is a

@@ -191,6 +191,7 @@ def test_rmpm_orders_are_entries_and_read_back_as_the_worker_had_them(pbm_stoppe
         reports = [m for m in pbm.wait_for("hal@example.org", count) if "report of week" in str(m["Subject"])]
         if reports:
             break
+    assert reports, [str(m["Subject"]) for m in pbm.inbox("hal@example.org")]
     report = _squeezed(pbm.text(reports[0]))
     assert ("01 an: encounter on 04-05 with bo (Bob), AN 89: each of the 5 other players pays up to 50 WCU to an: "
             "175 WCU in all") in report
