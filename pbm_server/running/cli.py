@@ -116,24 +116,18 @@ def _upgrade(db: Database) -> tuple[str | None, str | None] | None:
     """Upgrade ``db`` to the newest migration; (from, to) if it was not
     there already, with one log line saying so (Alembic's own INFO lines,
     one or more per migration, are shown only with -v)."""
-    from pbm_server.store.db import current_revision, head_revision, is_current
-
-    if is_current(db.engine):
-        return None
-    before = current_revision(db.engine)
-    if before == head_revision():
-        return None
     quiet = logging.getLogger("alembic")
     level = quiet.level
     if not _verbose():
         quiet.setLevel(logging.WARNING)
     try:
-        db.upgrade()
+        moved = db.upgrade()
     finally:
         quiet.setLevel(level)
-    after = current_revision(db.engine)
-    logging.getLogger("pbm_server.db").info("database upgraded from %s to migration %s", before or "empty", after)
-    return before, after
+    if moved is not None:
+        logging.getLogger("pbm_server.db").info("database upgraded from %s to migration %s", moved[0] or "empty",
+                                                moved[1])
+    return moved
 
 
 def _verbose() -> bool:

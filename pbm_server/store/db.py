@@ -169,17 +169,20 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(cfg).get_current_head()
 
 
-def upgrade(engine: Engine) -> None:
-    """Create or upgrade the schema to the newest migration.  A database
-    already at the newest one is left alone without Alembic (every CLI
-    command and back end opens the database: :func:`is_current`)."""
+def upgrade(engine: Engine) -> tuple[str | None, str | None] | None:
+    """Create or upgrade the schema to the newest migration; (from, to) if
+    it was not there already (from: None for an empty database).  A
+    database already at the newest one is left alone without Alembic
+    (every CLI command and back end opens the database: :func:`is_current`)."""
     if is_current(engine):
-        return
+        return None
     from alembic import command
 
-    if current_revision(engine) == head_revision():
-        return
+    before = current_revision(engine)
+    if before == head_revision():
+        return None
     command.upgrade(alembic_config(engine), "head")
+    return before, current_revision(engine)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
@@ -319,8 +322,8 @@ class Database:
         path = _sqlite_file(url) if self.is_sqlite else None
         self._turn = _WriterTurn.beside(path) if path else None
 
-    def upgrade(self) -> None:
-        upgrade(self.engine)
+    def upgrade(self) -> tuple[str | None, str | None] | None:
+        return upgrade(self.engine)
 
     @contextmanager
     def write(self, lock: int | None = None, *, keys: Iterable[str] = (), world: str | None = None) -> Iterator[Session]:
