@@ -1,10 +1,30 @@
+import importlib.util
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from tests import harness
 from tests.harness import PbmServer
+
+_SHIFTED_CLOCK = Path(__file__).parent / "shifted_clock"
+
+
+def pytest_configure(config):
+    """Under PBM_TEST_REAL_CLOCK_AT the real clock of this process, of the
+    xdist workers and of every subprocess starts at that moment and ticks on
+    (tests/shifted_clock/sitecustomize.py): no test may notice the date."""
+    if not (os.environ.get("PBM_TEST_REAL_CLOCK_AT") or os.environ.get("PBM_TEST_CLOCK_SHIFT_SECONDS")):
+        return
+    spec = importlib.util.spec_from_file_location("pbm_shifted_clock", _SHIFTED_CLOCK / "sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    shifted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shifted)  # starts the shift (once in each process)
+    paths = [str(_SHIFTED_CLOCK), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    if paths.count(str(_SHIFTED_CLOCK)) == 1:
+        os.environ["PYTHONPATH"] = os.pathsep.join(paths)
 
 
 def in_own_process(request) -> bool:

@@ -290,6 +290,10 @@ class PbmServer:
                 "PBM_RETRY_MAX_SECONDS": "1",
                 "PBM_TICK_SECONDS": "0.5",
                 "PBM_MAILDIR": str(tmp / "maildir"),
+                # the server and the CLI read the time from this file from the
+                # start: set_clock works before and after the server starts (a
+                # server started on the real clock kept it while the CLI moved on)
+                "PBM_CLOCK_FILE": str(self.clock_file),
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -457,10 +461,11 @@ class PbmServer:
         self._drop_db()
 
     def set_clock(self, moment: datetime | str):
+        """The time of the server and of the CLI from now on, running or not
+        (they read PBM_CLOCK_FILE at every call; with no file, the real clock)."""
         if isinstance(moment, datetime):
             moment = moment.isoformat()
         self.clock_file.write_text(moment)
-        self.env["PBM_CLOCK_FILE"] = str(self.clock_file)
 
     # -- the CLI -------------------------------------------------------------------
     def cli(self, *args: str, input: str | bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -63,6 +63,9 @@ def styled_from_the_web_stylesheet(html: str) -> None:
 
 
 def test_an_rmpm_report_starts_with_the_deadline_and_draws_chips_in_colour(pbm: PbmServer):
+    # a Monday: the game's first deadline is that week's Saturday 03:00 UTC, and
+    # both turns run by hand more than half a week before it keep it
+    pbm.set_clock("2026-11-30T10:00:00+00:00")
     WEEKS["rmpm"](pbm)
     pbm.settle()
     msg = report(pbm, "ann", "report of week 2")
