@@ -39,8 +39,11 @@ def shift_seconds() -> float | None:
 
 def start() -> None:
     shift = shift_seconds()
-    if shift is None:
+    # once a process: a pytest-xdist worker imports this file at start-up
+    # (PYTHONPATH) and again from the suite's conftest
+    if shift is None or os.environ.get("PBM_TEST_CLOCK_SHIFTED_IN") == str(os.getpid()):
         return
+    os.environ["PBM_TEST_CLOCK_SHIFTED_IN"] = str(os.getpid())
     import time
 
     import time_machine
