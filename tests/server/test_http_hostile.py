@@ -33,7 +33,7 @@ import time
 import pytest
 
 from tests.harness import PbmServer, wait_until
-from tests.server.test_web_hardening import app_of, game_of_three, request
+from tests.server.test_web_hardening import app_of, game_of_three
 
 ANN = "ann@example.org"
 #: slow clients, over the old limit of 200 open connections
