@@ -284,6 +284,8 @@ class PbmServe:
                 # sessions at once than the default per-client cap of 20
                 "PBM_SMTP_MAX_SESSIONS_PER_CLIENT": "1000",
                 "PBM_SMTP_MAX_SESSIONS": "2000",
+                # ... and page loaders (bench_web.py) with more HTTP connections than the default 32
+                "PBM_HTTP_MAX_CONNECTIONS_PER_CLIENT": "1000",
                 "PYTHONPATH": str(ROOT),
             }
         )

@@ -282,6 +282,13 @@ class Settings:
         20, "SMTP sessions one client IP address may hold open at once; more get 421", _positive)
     smtp_max_sessions: int = _setting(400, "SMTP sessions open at once in total; more get 421", _positive)
     smtp_idle_timeout_seconds: float = _setting(60.0, "an SMTP session silent this long is closed", _positive)
+    http_header_timeout_seconds: float = _setting(
+        5.0, "an HTTP request whose request line, headers and body are not all in this long after its connection "
+        "opened (or its last answer was sent) is closed unanswered; so is a connection that sends nothing",
+        _positive)
+    http_max_connections_per_client: int = _setting(
+        32, "HTTP connections one client address (an IPv6 /64) may hold open at once; more are closed at once "
+        "(behind a reverse proxy the proxy is that client)", _positive)
     gm_shunt_notice_seconds: float = _setting(
         3600.0, "at most one GM summary of shunted (set-aside) mail per this many seconds", _positive)
     gm_bounce_notice_seconds: float = _setting(

@@ -27,9 +27,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pbm_server.accounts import links
 from pbm_server.base import clock
@@ -62,6 +64,71 @@ PAGES_PER_SECOND = 100
 TURN_DIGITS = 9
 #: the most an unsubscribe POST may carry: its form is ``List-Unsubscribe=One-Click``
 BODY_LIMIT = 2000
+#: requests worked on at once (their pages made, waiting for their pace, or read); more are answered 503
+#: at once, except /healthz, which is always answered (Guard)
+REQUESTS_AT_ONCE = 200
+#: the only paths answered whatever the load: a monitor must never see the server as down because
+#: pages are flooded
+UNLIMITED_PATHS = frozenset({"/healthz"})
+
+
+def odd_path(path: str) -> bool:
+    """Whether a request's path (percent-decoded, as routes see it) has a
+    character no page's path has: a control character (C0, DEL, C1), a line
+    or paragraph separator.  Starlette's ``request.url`` drops tabs and line
+    feeds (urllib.parse.urlsplit does), so ``/games/g1/turns/1%0a`` was both
+    the kept page of ``/games/g1/turns/1`` and a route with turn 1 and a line feed."""
+    return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in path)
+
+
+class Guard:
+    """What every request and every response of the HTTP side goes through
+    (the outermost ASGI layer, around the Starlette app and its handler of
+    500s: running/httpside.py serves ``Guard(make_app(...))``; issue 41):
+
+    - ``X-Content-Type-Options: nosniff`` on every response (pages, twins,
+      feeds, errors, /healthz, /metrics), so no browser reads a JSON twin
+      or a feed as HTML;
+    - a path with a control character is a 404 before any route or kept
+      page sees it (:func:`odd_path`);
+    - at most REQUESTS_AT_ONCE requests in the app at once: more get a 503
+      with Retry-After at once, except /healthz.  Only requests that are
+      all in are counted: a client still sending its request line holds
+      none of them (running/httpside.py times it out).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.busy = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def nosniff(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if "x-content-type-options" not in headers:
+                    headers["X-Content-Type-Options"] = "nosniff"
+            await send(message)
+
+        path = scope.get("path", "")
+        if odd_path(path):
+            await PlainTextResponse("no such page\n", status_code=404, headers=SECURITY_HEADERS)(scope, receive, send)
+            return
+        if path in UNLIMITED_PATHS:
+            await self.app(scope, receive, nosniff)
+            return
+        if self.busy >= REQUESTS_AT_ONCE:
+            await PlainTextResponse("the server is busy: try again in a moment\n", status_code=503,
+                                    headers={**SECURITY_HEADERS, "Retry-After": "5"})(scope, receive, send)
+            return
+        self.busy += 1
+        try:
+            await self.app(scope, receive, nosniff)
+        finally:
+            self.busy -= 1
 
 
 class Pacer:
@@ -222,18 +289,17 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
     cache = PageCache()
     #: pages are made one at a time: a flood of requests waits here, not for the CPU the mail needs
     pacer = Pacer()
-    #: the feed names the address it is read at: PBM_PUBLIC_URL when set (then a Host header
-    #: makes no new feed), else the address it was asked by
-    public = (settings.public_url.rstrip("/") if settings is not None else "") or None
-
-    def feed_base(request: Request) -> str:
-        return public or str(request.base_url).rstrip("/")
+    #: the feed's links start where the mails' links do: PBM_PUBLIC_URL, else http://PBM_HTTP_LISTEN;
+    #: never from the request's Host header (anyone may send any; issue 41)
+    base = links.base_url(settings.public_url, settings.http_listen) if settings is not None \
+        else f"http://{domain}"
 
     def page_key(request: Request) -> str:
-        """What a kept page is found by: its path (no query string, no host), and
-        for a feed without PBM_PUBLIC_URL the address it names."""
-        path = request.url.path
-        return f"{feed_base(request)}{path}" if path.endswith("/feed.atom") and public is None else path
+        """What a kept page is found by: its path as the route saw it (percent-decoded;
+        no query string, no host).  Not ``request.url.path``: that is parsed again
+        and loses tabs and line feeds, so two routes would share one page."""
+        path: str = request.scope["path"]
+        return path
 
     def cached(make: Callable[[Request], Response]) -> Callable[[Request], Any]:
         """``make`` runs only when the page's game changed since it last ran."""
@@ -249,7 +315,7 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
             name = request.path_params.get("name", "").removesuffix(".json")
             with db.read() as s:
                 stamp = pages.game_stamp(s, name) if name else pages.index_stamp(s)
-            if stamp is None:
+            if stamp is None:  # no such game, or a private one: the same answer on every page of it
                 return not_found(f"no game named {name} here")
             kept = cache.get(key, stamp)
             if kept is not None:
@@ -304,7 +370,6 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         data = read(pages.game_page, composer, name, domain) if composer is not None else None
         if data is None:
             return not_found(f"no game named {name} here")
-        base = feed_base(request)
         times = [t["processed_at"] for t in data["turns"][-1:]] + [p["sent_at"] for p in data["press"][:1]]
         updated = max(times) if times else datetime(2000, 1, 1, tzinfo=timezone.utc).isoformat()
         body = env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data)

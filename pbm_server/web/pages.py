@@ -49,11 +49,13 @@ def _iso(moment: datetime | None) -> str | None:
 
 def game_stamp(session: Session, name: str) -> tuple[Any, ...] | None:
     """What a game's pages depend on, read without its state: a page made
-    for the same stamp is the same page (web/app.py keeps it)."""
+    for the same stamp is the same page (web/app.py keeps it).  None when
+    there is no such game or it is private: every page of a private game
+    answers as for a game that does not exist (issue 41)."""
     press = select(func.max(Press.id)).where(Press.game_id == Game.id, Press.public.is_(True)).scalar_subquery()
     row = session.execute(select(Game.version, Game.updated_at, Game.status, Game.turn, Game.next_deadline,
                                  Game.deadline, Game.private, press).where(func.lower(Game.name) == name.lower())).first()
-    return None if row is None else tuple(row)
+    return None if row is None or row.private else tuple(row)
 
 
 def index_stamp(session: Session) -> tuple[Any, ...]:

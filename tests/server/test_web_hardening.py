@@ -211,7 +211,11 @@ def test_a_query_string_or_a_host_makes_no_new_page(pbm: PbmServer):
     assert pacer.made > made
 
 
-def test_healthz_and_links_answer_while_pages_wait_for_their_pace(pbm: PbmServer):
+def test_healthz_and_links_answer_while_pages_wait_for_their_pace(pbm_stopped: PbmServer):
+    pbm = pbm_stopped
+    # the 50 loaders all come from 127.0.0.1: over the bound of one address's connections (32)
+    pbm.env["PBM_HTTP_MAX_CONNECTIONS_PER_CLIENT"] = "100"
+    pbm.start()
     game_of_three(pbm)
     app = app_of(pbm)
     pacer = app.state.pacer
