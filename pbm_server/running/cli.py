@@ -179,7 +179,10 @@ def _settings_help() -> str:
 @click.option("-v", "--verbose", is_flag=True, help="log what the server does")
 def main(verbose: bool) -> None:
     """pbm-server: an e-mail play-by-mail game server."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # the text format with hidden characters escaped (logs.TextLines), as `pbm serve` writes it
+    stderr = logging.StreamHandler()
+    stderr.setFormatter(logs.TextLines())
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[stderr])
 
 
 @main.command(epilog=_settings_help())
