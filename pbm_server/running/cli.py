@@ -26,6 +26,7 @@ from pbm_server.base import clock, logs
 from pbm_server.base import settings as settings_mod
 from pbm_server.base.errors import ServerRefused, undone
 from pbm_server.base.localtime import show_time
+from pbm_server.base.printable import printable
 from pbm_server.base.settings import Settings, SettingsError
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import store_messages
@@ -974,7 +975,9 @@ def mail_inject(env: Env, mail_from: str | None, rcpts: tuple[str, ...]) -> None
                    "the MTA should try again later", err=True)
         sys.exit(EX_TEMPFAIL)
     if code:
-        click.echo(f"pbm: {message}", err=True)
+        # the MTA bounces with this line, which may echo a recipient from the mail's To:
+        # one line of ASCII, anything else escaped (as the listener's replies: printable.py)
+        click.echo(f"pbm: {printable(message, ascii_only=True)}", err=True)
         sys.exit(code)
     click.echo(message)
 

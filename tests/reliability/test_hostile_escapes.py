@@ -204,3 +204,14 @@ def test_a_chart_with_characters_xml_does_not_allow_is_well_formed_svg():
     root = ET.fromstring(svg)
     texts = "".join(root.itertext())
     assert "ann\ufffd\ufffd" in texts and "scores of g\ufffd1" in texts
+
+
+def test_mail_inject_refuses_in_one_escaped_line(pbm):
+    """`pbm mail inject`'s refusal is the MTA's bounce text, and may name a
+    recipient from the mail's To: one line, its hidden characters escaped."""
+    raw = pbm.build("ann@players.example", "pbm", "help").as_bytes()
+    proc = pbm.cli("mail", "inject", "--from", "ann@players.example", "--to", "g1\rFAKE\x1b[2J\u2028é@pbm.test",
+                   input=raw, check=False)
+    assert proc.returncode == 67, proc.stderr
+    assert proc.stderr == ("pbm: g1\\rFAKE\\x1b[2J\\u2028\\xe9@pbm.test: no game named g1\\rfake\\x1b[2j\\u2028\\xe9 "
+                           "here; mail pbm@pbm.test with 'games' for the list\n"), proc.stderr
