@@ -37,6 +37,9 @@ HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 #: the short escapes a reader knows; every other character is \xHH, \uHHHH or \UHHHHHHHH
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
+#: every character but printable ASCII (the ones :func:`printable` has to look at)
+_NOT_PRINTABLE_ASCII = re.compile("[^\x20-\x7e]")
+
 #: characters XML 1.0 (section 2.2, Char) does not allow anywhere in a document
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -69,7 +72,17 @@ def printable(text: str, *, ascii_only: bool = False) -> str:
     ``str.isprintable`` in C: a log line pays nothing more)."""
     if text.isprintable() and (text.isascii() or not ascii_only):
         return text
-    return "".join(escape_char(ch) if hidden(ch) or (ascii_only and ord(ch) > 0x7E) else ch for ch in text)
+    # only what is not printable ASCII is looked at, each on its own
+    return _NOT_PRINTABLE_ASCII.sub(_escape_ascii if ascii_only else _escape_hidden, text)
+
+
+def _escape_hidden(found: re.Match[str]) -> str:
+    ch = found.group()
+    return escape_char(ch) if hidden(ch) else ch
+
+
+def _escape_ascii(found: re.Match[str]) -> str:
+    return escape_char(found.group())
 
 
 def _json_escape(ch: str) -> str:
