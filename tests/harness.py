@@ -108,7 +108,9 @@ class _LogFile(logging.Handler):
     def __init__(self, path: Path):
         super().__init__(logging.INFO)
         self.stream = open(path, "a", encoding="utf-8")
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        from pbm_server.base.logs import TextLines
+
+        self.setFormatter(TextLines())  # the text format of `pbm serve`, hidden characters escaped
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

@@ -27,6 +27,7 @@ from sqlalchemy import CursorResult, Table, insert, select, text
 from sqlalchemy.pool import PoolProxiedConnection
 
 from pbm_server.base import clock, logs
+from pbm_server.base.printable import printable
 from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
 from pbm_server.mail.headers import ATEXT
@@ -490,9 +491,20 @@ def _limited_smtp_class() -> Callable[Concatenate[InboundHandler, SessionLimits,
             super().connection_lost(error)
 
         async def push(self, status: AnyStr) -> None:
-            # aiosmtpd's 552 does not say the limit: ours does
-            if isinstance(status, str) and status.startswith("552 ") and self.data_size_limit:
-                status = too_large(self.data_size_limit)
+            """Every reply line goes out here: ours, which echo a client's
+            local part (``No game named ...``), and aiosmtpd's, which echo a
+            command word.  A control or format character in it is written as
+            its escape (printable.py: a raw CR in a reply line is a line the
+            client's log never got from us); and every character beyond
+            ASCII too unless the client asked for SMTPUTF8 in this
+            transaction's MAIL FROM (RFC 6531 3.7.4: a client that did not
+            gets ASCII replies)."""
+            if isinstance(status, str):
+                # aiosmtpd's 552 does not say the limit: ours does
+                if status.startswith("552 ") and self.data_size_limit:
+                    status = too_large(self.data_size_limit)
+                utf8 = self.enable_SMTPUTF8 and self.envelope is not None and self.envelope.smtp_utf8
+                status = printable(status, ascii_only=not utf8)
             await super().push(status)
 
         def _getaddr(self, arg: str) -> tuple[str | None, str | None]:

@@ -26,6 +26,7 @@ from pbm_server.base import clock, logs
 from pbm_server.base import settings as settings_mod
 from pbm_server.base.errors import ServerRefused, undone
 from pbm_server.base.localtime import show_time
+from pbm_server.base.printable import printable
 from pbm_server.base.settings import Settings, SettingsError
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import store_messages
@@ -179,7 +180,10 @@ def _settings_help() -> str:
 @click.option("-v", "--verbose", is_flag=True, help="log what the server does")
 def main(verbose: bool) -> None:
     """pbm-server: an e-mail play-by-mail game server."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # the text format with hidden characters escaped (logs.TextLines), as `pbm serve` writes it
+    stderr = logging.StreamHandler()
+    stderr.setFormatter(logs.TextLines())
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[stderr])
 
 
 @main.command(epilog=_settings_help())
@@ -971,7 +975,9 @@ def mail_inject(env: Env, mail_from: str | None, rcpts: tuple[str, ...]) -> None
                    "the MTA should try again later", err=True)
         sys.exit(EX_TEMPFAIL)
     if code:
-        click.echo(f"pbm: {message}", err=True)
+        # the MTA bounces with this line, which may echo a recipient from the mail's To:
+        # one line of ASCII, anything else escaped (as the listener's replies: printable.py)
+        click.echo(f"pbm: {printable(message, ascii_only=True)}", err=True)
         sys.exit(code)
     click.echo(message)
 

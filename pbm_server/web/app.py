@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from pbm_server.accounts import links
 from pbm_server.base import clock
 from pbm_server.base.durations import plain_number
+from pbm_server.base.printable import xml_chars
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import TEMPLATE_PACKAGE, Composer
 from pbm_server.mail.queues import waiting
@@ -373,7 +374,9 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         times = [t["processed_at"] for t in data["turns"][-1:]] + [p["sent_at"] for p in data["press"][:1]]
         updated = max(times) if times else datetime(2000, 1, 1, tzinfo=timezone.utc).isoformat()
         body = env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data)
-        return Response(body, media_type="application/atom+xml")
+        # a press or a name may hold a character XML 1.0 allows nowhere (U+FFFE, C0 controls):
+        # one would make the feed no XML for every reader (issue 41.5)
+        return Response(xml_chars(body), media_type="application/atom+xml")
 
     def player(request: Request) -> Response:
         handle = request.path_params["handle"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from html import escape
 
+from pbm_server.base.printable import xml_chars
+
 #: colours that keep WCAG AA contrast (>= 3:1 for graphics) on white, and differ for the common colour blindnesses
 PALETTE = ("#0b5cad", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0e7490", "#a16207", "#4d4d4d")
 #: the most lines one chart draws (the leaders after the last turn)
@@ -80,4 +82,5 @@ def line_chart(series: dict[str, list[tuple[int, float]]], turn_name: str, title
         out.append(f'<rect x="{WIDTH - RIGHT + 12}" y="{ly - 9}" width="12" height="12" fill="{colour}"/>'
                    f'<text x="{WIDTH - RIGHT + 30}" y="{ly + 2}" font-size="13" fill="#1b1f24">{escape(handle)}</text>')
     out.append("</svg>")
-    return "".join(out)
+    # a handle or a title may hold a character XML 1.0 allows nowhere: the SVG stays well-formed
+    return xml_chars("".join(out))
