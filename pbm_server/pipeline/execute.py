@@ -264,6 +264,13 @@ class Executor:
             reply.notes.append("CHECK: the press in this mail was not sent (a CHECK mail changes nothing).")
         elif work.text.press:
             answer.reply_from = self._press(s, row, work, reply, now, answer.facts) or answer.reply_from
+        if answer.thread is None and routed.press_game is not None:
+            # a mail to a game's address without game lines (press only, or pbm@
+            # commands sent there): its reply is game mail too and names the
+            # game's thread root first, as every mail of the game does
+            game = find_game(s, routed.press_game)
+            if game is not None:
+                answer.thread = thread_root(self.settings.domain, game.name, game.id)
 
     def _misdirected(self, routed: Routed) -> list[Result]:
         """The pbm@ commands sent to a game's address (route.py): refused,
