@@ -296,11 +296,18 @@ def same_seed_hold(session: Session, game: Game) -> bool:
     has not run (to completion) since: its seed is public, so the turn takes
     no orders until it has run again (docs/gm.md).  The newest rollback
     decides; running the turn to its end moves the game past it."""
+    # the common case in one lookup on (game_id, turn): no same-seed rollback to the open turn
     row = session.execute(
-        select(Snapshot.turn, Snapshot.rng).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback")
+        select(Snapshot.id, Snapshot.rng).where(Snapshot.game_id == game.id, Snapshot.turn == game.turn,
+                                                Snapshot.phase == "rollback")
         .order_by(Snapshot.id.desc()).limit(1)
     ).first()
-    return row is not None and row.turn == game.turn and bool((row.rng or {}).get("same_seed"))
+    if row is None or not (row.rng or {}).get("same_seed"):
+        return False
+    # a later rollback (to an earlier turn, rerun since) gave the game new seeds
+    return session.scalar(
+        select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.id > row.id).limit(1)
+    ) is None
 
 
 def rollback_said(game: Game, turn: int, same_seed: bool) -> str:
