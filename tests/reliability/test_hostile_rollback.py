@@ -122,3 +122,23 @@ def test_same_seed_keeps_the_dice_and_takes_no_orders_until_the_turn_has_run(pbm
     # and once round 1 has run, orders are taken again
     holding = next(p["holding"] for p in pbm.state("ring1")["players"] if p["handle"] == "ann")
     assert "accepted" in order(pbm, "ann", f"GIVE {holding} TO bob")
+
+
+def test_the_gm_asks_for_the_same_seed_by_mail_too(pbm: PbmServer):
+    pbm.register("gm", "gm-secret9", email="gm@example.org")
+    pbm.game_of_three()
+    pbm.run_turn("ring1")
+    old1 = revealed(reports(pbm, 1)[0], 1)
+
+    def desk(line: str) -> str:
+        return pbm.flat(pbm.mail("gm@example.org", "pbm", f"{line}\n$$gm-secret9$$", subject="desk"))
+
+    # a flag it does not know is refused with the usage, and changes nothing
+    reply = desk("turn rollback ring1 1 --same")
+    assert "REFUSED" in reply and "turn rollback NAME N [--same-seed]" in reply, reply
+    assert pbm.sql("SELECT turn FROM games WHERE name = 'ring1'") == [(2,)]
+    reply = desk("turn rollback ring1 1 --same-seed")
+    assert "ring1 is back before round 1, with the same seed" in reply, reply
+    assert status_hash(pbm, 1) == sha(old1)
+    assert "no orders are taken until round 1 has run again" in order(pbm, "bob", "GIVE 3 TO cat")
+    assert "same seed" in pbm.sql("SELECT detail FROM audit_log WHERE action = 'turn rollback'")[0][0]
