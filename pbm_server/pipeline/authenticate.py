@@ -143,7 +143,8 @@ class Sender:
         when our MTA proved the From address are at most MAX_WORD_CHECKS words
         hashed: a From anyone may write would otherwise buy Argon2 work
         outside the throttle (CredentialGate) with every forged mail; there
-        the likeliest words are masked in the echo unchecked instead (the
+        the likeliest words that can be a password (:func:`_could_be_password`,
+        not a game's kind or name) are masked in the echo unchecked instead (the
         reply goes to that address, and the mail proved nothing, so its lines
         did nothing).  A mail whose password matched needs none of it (its
         password is masked anyway); one whose password failed runs no line."""
