@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -283,6 +284,14 @@ class RmpmRules(Rules[RmpmMail]):
                               "choose another 2 letters or digits")
             if p.alias and looks_alike(p.alias, alias):
                 raise Refused(f"{alias!r} looks like the existing alias {p.alias!r}; choose another")
+        plain = unicodedata.normalize("NFKC", abbr)
+        if plain != abbr:
+            # superscript 2 3, fullwidth letters, ligatures: they read as other
+            # characters (the look-alike check above folds them so), and an
+            # abbreviation is typed in every order: it must be written plainly
+            spelled = f"write it as {plain!r}" if len(plain) == 2 and plain.isalnum() else "choose 2 plain letters or digits"
+            raise Refused(f"the abbreviation {abbr!r} is written with compatibility characters (superscript, "
+                          f"fullwidth or the like) that read as {plain!r}; {spelled}")
         probe = me or Player(handle=handle, number=0, abbr=abbr, alias=alias, chips=None)
         why = placement_refusal(game, probe, fields)
         if why:

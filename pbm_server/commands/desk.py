@@ -25,7 +25,7 @@ from pbm_server.play.gmdesk import (
     remove_player,
     resume,
 )
-from pbm_server.play.turns import rollback, run_turn, why_not_done
+from pbm_server.play.turns import rollback, rollback_said, run_turn, why_not_done
 
 GAME_USAGE = (
     "expected one of: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]; game set NAME KEY=VALUE ...; "
@@ -109,9 +109,13 @@ def _game_op(ctx: ServerContext, sub: str, words: list[str]) -> str:
     "turn", Audience.GM,
     ("turn run NAME N", "N: the turn now open; any other N is refused"),
     ("turn rollback NAME N", "back to just before turn N was processed"),
+    ("turn rollback NAME N --same-seed", "the same dice; no orders until it has run"),
 )
 def cmd_turn(ctx: ServerContext, line: Line, words: list[str]) -> Result:
-    usage = "expected: turn run NAME N (N: the turn now open) or turn rollback NAME N"
+    usage = "expected: turn run NAME N (N: the turn now open) or turn rollback NAME N [--same-seed]"
+    same_seed = len(words) == 5 and words[1].lower() == "rollback" and words[4].lower() == "--same-seed"
+    if same_seed:
+        words = words[:4]
     if len(words) != 4 or words[1].lower() not in ("run", "rollback"):
         raise ServerRefused(usage)
     try:
@@ -119,11 +123,11 @@ def cmd_turn(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     except ValueError:
         raise ServerRefused(f"{words[3]!r} is not a turn number; {usage}") from None
     with undone(ctx.session):
-        message = _turn_op(ctx, words[1].lower(), words[2], n)
+        message = _turn_op(ctx, words[1].lower(), words[2], n, same_seed)
     return Result(line, True, message)
 
 
-def _turn_op(ctx: ServerContext, verb: str, name: str, n: int) -> str:
+def _turn_op(ctx: ServerContext, verb: str, name: str, n: int, same_seed: bool = False) -> str:
     """``turn run|rollback NAME N`` (in cmd_turn's savepoint)."""
     g = ctx.game(name)
     rules = get_rules(g.kind)
@@ -134,8 +138,8 @@ def _turn_op(ctx: ServerContext, verb: str, name: str, n: int) -> str:
                     f"the deadline stays {show_time(g.next_deadline)}")
         return (f"{g.name}: {rules.turn_name} {n} processed; {len(outcome.notices)} notice(s) sent"
                 + ("; the game is finished" if g.status == "finished" else f"; now open: {rules.turn_name} {g.turn}"))
-    rollback(ctx.session, g, ctx.outbox(), n, ctx.now, ctx.actor)
-    return f"{g.name} is back before {rules.turn_name} {n}; the players are told"
+    rollback(ctx.session, g, ctx.outbox(), n, ctx.now, ctx.actor, same_seed=same_seed)
+    return rollback_said(g, n, same_seed)
 
 
 @command("do", Audience.GM, ("do NAME LINE", "a game's own GM command"))

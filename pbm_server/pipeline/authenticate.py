@@ -20,8 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from games import KINDS
 from games.base import Actor, Command
 from pbm_server.accounts import confirm
 from pbm_server.accounts.passwords import MIN_PASSWORD, VERIFIED, verify_password
@@ -32,12 +34,14 @@ from pbm_server.mail.senderauth import unverified_reason
 from pbm_server.pipeline.route import Routed
 from pbm_server.store.db import Database
 from pbm_server.store.lookup import Credentials, account_by_handle, credentials_by_email
-from pbm_server.store.models import Account
+from pbm_server.store.models import Account, Game
 
 #: the most words of one mail looked up in the cache of verified passwords
 MAX_WORDS_LOOKED_UP = 2000
 #: the most words of one mail hashed to see whether one is the sender's password (Sender._password_words)
 MAX_WORD_CHECKS = 2
+#: at most this many words of one mail are looked up as game names (one query)
+MAX_GAME_NAMES_LOOKED_UP = 200
 
 #: told when someone keeps guessing an account's password: (session, account, blocked until)
 OnLockout = Callable[[Session, Account | Credentials, datetime], None]
@@ -58,6 +62,36 @@ class Vouched:
     echo_secrets: set[str] = field(default_factory=set)
     #: what the gate has to say (throttling), for the reply
     notes: list[str] = field(default_factory=list)
+
+
+#: the punctuation a sentence puts around a word ("rules,", "(giveaway)."):
+#: an ordinary word so written is no more a password than without it
+_SENTENCE_MARKS = ".,;:!?()[]\"'"
+
+
+def _stem(word: str) -> str:
+    return word.strip(_SENTENCE_MARKS) or word
+
+
+def _could_be_password(word: str) -> bool:
+    """Whether a word of a mail that proved nothing is masked unchecked in
+    its echo: it holds a digit or a sign beyond a sentence's punctuation
+    (``s3cret``, ``open-sesame``).  A word of letters only (``giveaway``,
+    ``wonderful``) is not: a password like that is masked only once some
+    mail of the account proved it (passwords.VERIFIED)."""
+    return not _stem(word).isalpha()
+
+
+def _game_words(s: Session, words: list[str]) -> set[str]:
+    """The words (lower case, without a sentence's punctuation) that are a
+    game kind or the name of a game here: never masked as a password."""
+    stems = [_stem(w).lower() for w in words]
+    names = {k for k in stems if k in KINDS}
+    # a game name of letters only is not masked anyway (_could_be_password)
+    ask = list(dict.fromkeys(k for k in stems if not k.isalpha() and k not in names))[:MAX_GAME_NAMES_LOOKED_UP]
+    if ask:
+        names |= set(s.scalars(select(Game.name).where(Game.name.in_(ask))).all())
+    return names
 
 
 @dataclass
@@ -109,7 +143,8 @@ class Sender:
         when our MTA proved the From address are at most MAX_WORD_CHECKS words
         hashed: a From anyone may write would otherwise buy Argon2 work
         outside the throttle (CredentialGate) with every forged mail; there
-        the likeliest words are masked in the echo unchecked instead (the
+        the likeliest words that can be a password (:func:`_could_be_password`,
+        not a game's kind or name) are masked in the echo unchecked instead (the
         reply goes to that address, and the mail proved nothing, so its lines
         did nothing).  A mail whose password matched needs none of it (its
         password is masked anyway); one whose password failed runs no line."""
@@ -124,10 +159,15 @@ class Sender:
         found = {w for w in words if VERIFIED.knows(account.password_hash, w)}
         if found:
             return found, set()
+        names = _game_words(s, words)
+        words = [w for w in words if _stem(w).lower() not in names]
         # a password mostly holds a digit or a sign: such words are the likeliest
-        likely = sorted(words, key=lambda w: w.isalpha())[:MAX_WORD_CHECKS]
+        likely = sorted(words, key=lambda w: not _could_be_password(w))[:MAX_WORD_CHECKS]
         if not self.from_proven:
-            return set(), set(likely)
+            # unchecked, only a word that can be a password is masked: one with
+            # a digit or a sign, never a game's kind or name nor an ordinary word
+            # of letters (issue 41.6: "please mail me the rules of ****")
+            return set(), {w for w in likely if _could_be_password(w)}
         return {w for w in likely if verify_password(account.password_hash, w)}, set()
 
     def _vouch_command(self, s: Session, cmd: Command, out: Vouched) -> None:

@@ -42,6 +42,7 @@ from pbm_server.play.press import Relay, refuse_elsewhere
 from pbm_server.play.roster import fill_seats, hold_joins
 from pbm_server.play.seeds import seed_hash
 from pbm_server.play.statecache import StateCache
+from pbm_server.play.turns import same_seed_hold
 from pbm_server.store.lookup import audit, find_game
 from pbm_server.store.models import Game, InboundMail, Order, table
 
@@ -263,6 +264,13 @@ class Executor:
             reply.notes.append("CHECK: the press in this mail was not sent (a CHECK mail changes nothing).")
         elif work.text.press:
             answer.reply_from = self._press(s, row, work, reply, now, answer.facts) or answer.reply_from
+        if answer.thread is None and routed.press_game is not None:
+            # a mail to a game's address without game lines (press only, or pbm@
+            # commands sent there): its reply is game mail too and names the
+            # game's thread root first, as every mail of the game does
+            game = find_game(s, routed.press_game)
+            if game is not None:
+                answer.thread = thread_root(self.settings.domain, game.name, game.id)
 
     def _misdirected(self, routed: Routed) -> list[Result]:
         """The pbm@ commands sent to a game's address (route.py): refused,
@@ -307,6 +315,15 @@ class Executor:
             facts.halted = game.status
             for cmd in commands:
                 reply.results.append(Result(cmd.line, False, f"{game.name} is {game.status}; nothing was done", cmd.text))
+            return game.name, self._thread(game, rules, commands, [], facts)
+        if rules.has_turns and not work.actor.is_gm and same_seed_hold(s, game):
+            # ``turn rollback NAME N --same-seed``: the turn runs again with its
+            # revealed seed, so it takes no orders (nor CHECKs) until it has run
+            why = (f"{game.name} {rules.turn_name} {game.turn} was rolled back by the game master to run again with "
+                   f"the same seed, which its report revealed: no orders are taken until {rules.turn_name} "
+                   f"{game.turn} has run again; nothing was done")
+            for cmd in commands:
+                reply.results.append(Result(cmd.line, False, why, cmd.text))
             return game.name, self._thread(game, rules, commands, [], facts)
         # the game draws from its turn's random stream (moves.apply_commands);
         # the mail records which published stream that was

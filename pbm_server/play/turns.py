@@ -266,22 +266,71 @@ def _public_report(mailer: Mailer, game: Game, outcome: Outcome, reports: Report
 
 def committed_seed(session: Session, game: Game, turn: int) -> str | None:
     """The seed already committed to for ``turn`` (its hash was published)
-    before a rollback took the game back behind it; None if there is none."""
+    before a rollback took the game back behind it; None if there is none.
+
+    A seed that has since been revealed (some run's report of this game
+    showed it, a run a rollback voided included) is never committed to any
+    more: every player could work out the turn's draws from it before
+    sending orders, so that turn gets a fresh seed instead (issue 41.4)."""
     rows = session.scalars(
         select(Snapshot.rng).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.turn < turn)
         .order_by(Snapshot.id.desc())
     ).all()
     for rng in rows:
         seed = ((rng or {}).get("committed") or {}).get(str(turn))
-        if seed:
+        if seed and not seed_revealed(session, game, str(seed)):
             return str(seed)
     return None
 
 
-def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datetime, actor: str) -> Snapshot:
+def seed_revealed(session: Session, game: Game, seed: str) -> bool:
+    """Whether a report of ``game`` has revealed ``seed`` (the after-snapshot
+    of a completed run keeps the seed its report revealed)."""
+    return session.scalar(
+        select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.phase == "after", Snapshot.seed == seed).limit(1)
+    ) is not None
+
+
+def same_seed_hold(session: Session, game: Game) -> bool:
+    """Whether the game's open turn was rolled back with ``--same-seed`` and
+    has not run (to completion) since: its seed is public, so the turn takes
+    no orders until it has run again (docs/gm.md).  The newest rollback
+    decides; running the turn to its end moves the game past it."""
+    # the common case in one lookup on (game_id, turn): no same-seed rollback to the open turn
+    row = session.execute(
+        select(Snapshot.id, Snapshot.rng).where(Snapshot.game_id == game.id, Snapshot.turn == game.turn,
+                                                Snapshot.phase == "rollback")
+        .order_by(Snapshot.id.desc()).limit(1)
+    ).first()
+    if row is None or not (row.rng or {}).get("same_seed"):
+        return False
+    # a later rollback (to an earlier turn, rerun since) gave the game new seeds
+    return session.scalar(
+        select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.id > row.id).limit(1)
+    ) is None
+
+
+def rollback_said(game: Game, turn: int, same_seed: bool) -> str:
+    """The GM's answer to a rollback (CLI and mail): which seed the turn has."""
+    name = f"{get_rules(game.kind).turn_name} {turn}"
+    if same_seed:
+        return (f"{game.name} is back before {name}, with the same seed (no orders are taken until it has run); "
+                "the players are told")
+    return f"{game.name} is back before {name}, with a new seed; the players are told"
+
+
+def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datetime, actor: str,
+             same_seed: bool = False) -> Snapshot:
     """Put the game back as it was just before ``turn`` was processed: its
-    state, turn number, turn seed and random stream; orders held in the game
-    state are kept.  The players are told.  Returns the snapshot restored."""
+    state and turn number; orders held in the game state are kept.  The
+    players are told.  Returns the snapshot restored.
+
+    The seed of ``turn`` was revealed by its report, so by default the turn
+    gets a fresh seed (and a fresh stream), whose hash the mail to the
+    players publishes: nobody can order knowing its draws.  ``same_seed``
+    (the GM's ``--same-seed``) keeps the old seed and random stream instead,
+    to run the turn again exactly as it was after correcting a GM error; the
+    turn then takes no orders until it has run (:func:`same_seed_hold`)."""
     rules = get_rules(game.kind)
     if not rules.has_turns:
         raise ServerRefused(f"{rules.title} has no turns to roll back")
@@ -305,7 +354,7 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
         )
     current = game.turn
     # the seeds of the turns after ``turn`` whose hashes are published: a rerun
-    # must draw from the same ones, or a GM could roll back for fresh dice
+    # draws from the same ones unless they were revealed (committed_seed)
     committed: dict[str, str] = {}
     for later in range(turn + 1, current + 1):
         before = session.scalar(
@@ -319,8 +368,14 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
     game.version += 1
     game.updated_at = now
     game.turn = turn
-    game.turn_seed = (snap.rng or {}).get("seed") or game.turn_seed
-    game.rng_state = (snap.rng or {}).get("state")
+    if same_seed:
+        game.turn_seed = (snap.rng or {}).get("seed") or game.turn_seed
+        game.rng_state = (snap.rng or {}).get("state")
+    else:
+        # the draws the mails of the turn made before it first ran came from the
+        # old seed (revealed, and checkable with it); the rest come from this one
+        game.turn_seed = new_seed()
+        game.rng_state = None
     # early processing waits for a change: all orders are still in, and the
     # GM rolled back to change something before the turn runs again
     game.early_version = game.version
@@ -333,17 +388,32 @@ def rollback(session: Session, game: Game, mailer: Mailer, turn: int, now: datet
     for stale in session.scalars(select(Order).where(Order.game_id == game.id, Order.turn > turn)).all():
         session.delete(stale)
     session.add(Snapshot(game_id=game.id, turn=turn, phase="rollback", version=game.version, state=game.state, created_at=now,
-                         rng={"committed": committed}))
-    audit(session, now, actor, "turn rollback", f"{game.name} back to before {rules.turn_name} {turn} (was at {current})", game)
+                         rng={"committed": committed, "same_seed": same_seed}))
+    how = "the same seed, no orders until it runs" if same_seed else "a new seed"
+    audit(session, now, actor, "turn rollback",
+          f"{game.name} back to before {rules.turn_name} {turn} (was at {current}); {how}", game)
     # prose wrapped here (not cut by fit_lines' hanging indent), the hash on a
     # line of its own, whole, as docs/players.md promises for every seed and hash
-    text = wrap(
-        f"The game master has rolled {game.name} back to the moment before {rules.turn_name} {turn} was processed. "
-        f"The orders held for {rules.turn_name} {turn} are kept; you may change them until the turn runs again.\n\n"
-        f"The seed of {rules.turn_name} {turn} stays the one whose SHA-256 was published before it:\n"
-        f"  {seed_hash(game.turn_seed)}\n"
-        "so running the turn again draws the same random numbers."
-    )
+    name = f"{rules.turn_name} {turn}"
+    if same_seed:
+        text = wrap(
+            f"The game master has rolled {game.name} back to the moment before {name} was processed, to run it "
+            f"again with the same random numbers (to correct a game master's error). The orders held for {name} "
+            f"are kept, and no orders are taken until {name} has run again: its seed was revealed with its "
+            "report, so new orders could be made knowing its dice.\n\n"
+            f"The seed of {name} stays the one revealed, whose SHA-256 was published before it:\n"
+            f"  {seed_hash(game.turn_seed)}\n"
+            "so running the turn again draws the same random numbers."
+        )
+    else:
+        text = wrap(
+            f"The game master has rolled {game.name} back to the moment before {name} was processed. "
+            f"The orders held for {name} are kept; you may change them until the turn runs again.\n\n"
+            f"The seed of {name} was revealed with its report, so the turn gets a new seed: its random "
+            "numbers will differ from those of the run rolled back. The SHA-256 of the new seed:\n"
+            f"  {seed_hash(game.turn_seed)}\n"
+            "The seed itself is revealed when the turn has run."
+        )
 
     tell_players(session, mailer, game, f"{game.name}: {rules.turn_name} {turn} rolled back", text, now)
     return snap

@@ -883,14 +883,19 @@ def turn_run(env: Env, name: str, expected: int | None) -> None:
 @turn.command("rollback")
 @click.argument("name")
 @click.argument("turn_no", type=int)
+@click.option("--same-seed", is_flag=True,
+              help="keep the turn's revealed seed and dice (to correct a GM error); no orders are taken until it runs")
 @pass_env
-def turn_rollback(env: Env, name: str, turn_no: int) -> None:
-    """Return the game to the state before turn TURN_NO was processed (orders kept; players told)."""
-    from pbm_server.play.turns import rollback
+def turn_rollback(env: Env, name: str, turn_no: int, same_seed: bool) -> None:
+    """Return the game to the state before turn TURN_NO was processed (orders kept; players told).
+
+    The turn gets a new seed, since its report revealed the old one; with
+    --same-seed it keeps it and takes no orders until it has run again."""
+    from pbm_server.play.turns import rollback, rollback_said
 
     def op(s: Session, g: Game, m: Mailer, now: datetime) -> str:
-        rollback(s, g, m, turn_no, now, "cli")
-        return f"{g.name} is back before {get_rules(g.kind).turn_name} {turn_no}; the players are told"
+        rollback(s, g, m, turn_no, now, "cli", same_seed=same_seed)
+        return rollback_said(g, turn_no, same_seed)
 
     click.echo(_desk(env, name, op))
 
