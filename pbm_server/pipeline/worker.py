@@ -74,12 +74,13 @@ from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.statecache import StateCache
 from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.store.lookup import Credentials, audit, load_games
-from pbm_server.store.models import Account, InboundMail, preload_states, table
+from pbm_server.store.models import Account, InboundBody, InboundMail, preload_states, table
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 _INBOX = table(InboundMail)
+_BODY = table(InboundBody)
 # the worker's own statements on the inbox, made once (plain Core, bound
 # parameters): building a statement costs more than running it on SQLite
 _WAITING = (select(_INBOX.c.id).where(_INBOX.c.status == "new")
@@ -87,10 +88,11 @@ _WAITING = (select(_INBOX.c.id).where(_INBOX.c.status == "new")
 _WAITING_UPTO = (select(_INBOX.c.id).where(_INBOX.c.status == "new", _INBOX.c.id <= bindparam("upto"))
                  .order_by(_INBOX.c.id).limit(bindparam("n", type_=Integer)))
 _RCPTS = select(_INBOX.c.id, _INBOX.c.rcpt_tos).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)))
-_STORED = select(_INBOX.c.raw, _INBOX.c.mail_from, _INBOX.c.rcpt_tos).where(
-    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
-_CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from).where(
-    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+# the row and its mail's bytes (stored once for all the rows of a mail)
+_STORED = select(_BODY.c.raw, _INBOX.c.mail_from, _INBOX.c.rcpt_tos).join_from(
+    _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+_CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from, _INBOX.c.body_id, _BODY.c.rcpt_tos).join_from(
+    _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 # a copy handled before: the same key, or the mail's key without a recipient
 # (``legacy``), which rows stored before one row per recipient carry
 _SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key.in_([bindparam("key"), bindparam("legacy")]),
@@ -779,7 +781,10 @@ class Worker(Poller):
     def claim(s: Session, inbox_id: int) -> InboxRow | None:
         """The mail's row if it is still new (else another worker has it)."""
         found = s.connection().execute(_CLAIM, {"id": inbox_id}).first()
-        return None if found is None else InboxRow(inbox_id, found.received_at, found.mail_from)
+        if found is None:
+            return None
+        return InboxRow(inbox_id, found.received_at, found.mail_from, body_id=found.body_id,
+                        reached=list(found.rcpt_tos or []))
 
     @staticmethod
     def duplicate(s: Session, row: InboxRow, prep: Prepared, now: datetime) -> bool:

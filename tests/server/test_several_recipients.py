@@ -6,6 +6,7 @@ import smtplib
 import pytest
 
 from pbm_server.mail.mailtext import dedup_key, read_mail
+from pbm_server.store.models import INBOX_RAW
 from tests.harness import wait_until
 
 
@@ -68,7 +69,8 @@ def test_a_redelivery_of_a_mail_handled_before_the_upgrade_is_still_a_duplicate(
     msg = _ann_and_games(pbm, ring1="giveaway")
     last = _last_id(pbm)
     mid = _send_and_wait(pbm, msg, "ring1", replies=1)
-    (row_id, raw, sender), = pbm.sql("SELECT id, raw, mail_from FROM inbox WHERE id > :last", last=last)
+    (row_id, raw, sender), = pbm.sql(f"SELECT id, {INBOX_RAW} AS raw, mail_from FROM inbox WHERE id > :last",
+                                      last=last)
     pbm.execute("UPDATE inbox SET dedup_key = :key WHERE id = :id",
                 key=dedup_key(bytes(raw), read_mail(bytes(raw), sender).message_id), id=row_id)
     pbm.send_message(msg)
