@@ -128,7 +128,7 @@ class Replier:
         if count >= limit:
             row.note = f"not answered: {count} replies to {addr} in the last hour (limit {limit})"
             return False
-        if not self._the_one_answer(s, row, answer) and not code:
+        if not self._the_one_answer(s, row, answer, code):
             return False
         first_code = code and not outbox_count(s, CODE_REPLY, since, to_addr=addr)
         if not first_code and not self._within_budgets(s, row, addr, since, now):
@@ -140,10 +140,11 @@ class Replier:
         return True
 
     @staticmethod
-    def _the_one_answer(s: Session, row: InboxRow, answer: Answer) -> bool:
+    def _the_one_answer(s: Session, row: InboxRow, answer: Answer, code: bool) -> bool:
         """Whether this row gives the one answer of its mail (always, for a
         mail to one address of ours); the answer then names every address
-        the mail reached, and else the row's note says which row gave it."""
+        the mail reached, and else the row's note says which row gave it.
+        A reply carrying a confirmation code (``code``) goes in any case."""
         if len(row.reached) < 2 or row.body_id is None:
             return True
         taken = s.connection().execute(_TAKE_ANSWER, {"body": row.body_id, "row": row.id})
@@ -151,6 +152,8 @@ class Replier:
             answer.reply.notes.insert(0, (
                 f"This mail was sent to {len(row.reached)} of our addresses ({', '.join(row.reached)}); each of "
                 f"them read it, and since it carried no valid password this is its only answer."))
+            return True
+        if code:
             return True
         by = s.connection().execute(_ANSWERED_BY, {"body": row.body_id}).scalar()
         row.note = (f"not answered: the same mail went to {len(row.reached)} of our addresses and proved no sender; "

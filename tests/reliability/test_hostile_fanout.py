@@ -186,3 +186,18 @@ def test_mail_stored_before_the_upgrade_is_moved_and_answered(pbm_stopped):
     # a new mail takes a body id after the moved ones
     send(pbm, forged(pbm), VICTIM, [pbm.address("pbm")])
     assert pbm.sql("SELECT max(body_id) FROM inbox")[0][0] == 3
+
+
+def test_a_register_sent_to_a_game_and_pbm_still_gets_its_code(pbm):
+    # the game's row comes first and takes the one answer; the reply with the
+    # confirmation code goes all the same (the account is useless without it)
+    games(pbm, 1)
+    pbm.secrets.add("bea-pass-77")
+    msg = pbm.build("bea@example.org", "pbm", "register bea bea-pass-77", subject="register")
+    send(pbm, msg, "bea@example.org", [pbm.address("g00"), pbm.address("pbm")])
+    pbm.settle()
+    replies = pbm.replies_to(msg["Message-ID"])
+    assert len(replies) == 2, [pbm.flat(m) for m in replies]
+    coded = [m for m in replies if m["From"].addresses[0].username == "pbm"]
+    confirmed = pbm.confirm("bea@example.org", coded[0])
+    assert "registered as" in pbm.text(confirmed), pbm.text(confirmed)
