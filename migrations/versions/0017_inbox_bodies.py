@@ -27,11 +27,12 @@ def upgrade() -> None:
     op.create_table('inbox_bodies',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('raw', sa.LargeBinary(), nullable=False),
-    sa.Column('rcpt_tos', sa.JSON(), nullable=False),
+    sa.Column('rcpt_tos', sa.JSON(none_as_null=True), nullable=True),
     sa.Column('answered_by', sa.Integer(), nullable=True),
     sa.PrimaryKeyConstraint('id')
     )
-    op.execute("INSERT INTO inbox_bodies (id, raw, rcpt_tos) SELECT id, raw, rcpt_tos FROM inbox")
+    # each row stored before carried its own copy: a body of its own, for one recipient (rcpt_tos NULL)
+    op.execute("INSERT INTO inbox_bodies (id, raw) SELECT id, raw FROM inbox")
     bind = op.get_bind()
     if bind.dialect.name == 'postgresql':
         # the ids were given: the sequence goes on after the largest

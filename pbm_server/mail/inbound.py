@@ -84,16 +84,17 @@ def one_row_each(rcpts: Sequence[str]) -> list[list[str]]:
 _Row = tuple[str, list[str], int]
 
 
-def _rows_of(items: Sequence[Message]) -> tuple[list[tuple[bytes, list[str]]], list[_Row], list[int]]:
-    """The bodies of ``items`` (bytes and the recipients of its rows, one per
-    item), their inbox rows (one per recipient, in order, each naming its
-    item's body by index) and how many rows each item made."""
-    bodies: list[tuple[bytes, list[str]]] = []
+def _rows_of(items: Sequence[Message]) -> tuple[list[tuple[bytes, list[str] | None]], list[_Row], list[int]]:
+    """The bodies of ``items`` (one per item: its bytes and the recipients of
+    its rows, None for a mail of one row, nearly every mail), their inbox
+    rows (one per recipient, in order, each naming its item's body by index)
+    and how many rows each item made."""
+    bodies: list[tuple[bytes, list[str] | None]] = []
     rows: list[_Row] = []
     made: list[int] = []
     for n, (mail_from, rcpts, raw) in enumerate(items):
         each = one_row_each(rcpts)
-        bodies.append((raw, [r for row in each for r in row]))
+        bodies.append((raw, [r for row in each for r in row] if len(each) > 1 else None))
         rows.extend((mail_from, r, n) for r in each)
         made.append(len(each))
     return bodies, rows, made
@@ -190,7 +191,7 @@ class _SqliteInbox:
         at = p_at(clock.now())
         new = p_status("new")
         bodies, flat, made = _rows_of(items)
-        body_rows = [(b_raw(raw), b_rcpt(r)) for raw, r in bodies]
+        body_rows = [(b_raw(raw), None if r is None else b_rcpt(r)) for raw, r in bodies]
         rows = [(at, p_from(f), p_rcpt(list(r)), n, new) for f, r, n in flat]
         con = self._connection()
         try:

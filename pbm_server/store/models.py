@@ -209,9 +209,10 @@ class InboundBody(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     #: the mail as received
     raw: Mapped[bytes] = mapped_column(LargeBinary)
-    #: the envelope's recipients, one inbox row each (inbound.one_row_each): the
-    #: one answer to a mail that proved no sender names them (pipeline/reply.py)
-    rcpt_tos: Mapped[list[str]] = mapped_column(JSON)
+    #: the envelope's recipients, one inbox row each (inbound.one_row_each), for
+    #: a mail to more than one: the one answer to a mail that proved no sender
+    #: names them (pipeline/reply.py); None (SQL NULL) for a mail to one address
+    rcpt_tos: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
     #: the inbox row whose reply is the one answer to the whole mail when its
     #: sender proved nothing (None: no row answered such a reply yet)
     answered_by: Mapped[int | None] = mapped_column(Integer)
