@@ -186,6 +186,10 @@ def test_mail_stored_before_the_upgrade_is_moved_and_answered(pbm_stopped):
     # a new mail takes a body id after the moved ones
     send(pbm, forged(pbm), VICTIM, [pbm.address("pbm")])
     assert pbm.sql("SELECT max(body_id) FROM inbox")[0][0] == 3
+    # and back: each row gets its mail's bytes again
+    pbm.stop()
+    downgrade(pbm._engine, "0016")
+    assert [bytes(r) for (r,) in pbm.sql("SELECT raw FROM inbox ORDER BY id")][:2] == [raw, raw]
 
 
 def test_a_register_sent_to_a_game_and_pbm_still_gets_its_code(pbm):
