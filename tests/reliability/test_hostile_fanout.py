@@ -128,7 +128,10 @@ def test_the_rows_of_one_mail_share_one_stored_body(pbm):
     assert {bytes(raw) for _, raw, _ in rows} == {crlf(msg)}
 
 
-def test_a_forged_mail_to_many_addresses_gets_one_answer_that_names_them(pbm):
+def test_a_forged_mail_to_many_addresses_gets_one_answer_that_names_them(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.env["PBM_WORKERS"] = "3"  # rows of different games handled side by side: one takes the answer
+    pbm.start()
     ours = [pbm.address("pbm")] + games(pbm, 30)
     msg = forged(pbm)
     code, _ = send(pbm, msg, VICTIM, ours)
@@ -205,3 +208,21 @@ def test_a_register_sent_to_a_game_and_pbm_still_gets_its_code(pbm):
     coded = [m for m in replies if m["From"].addresses[0].username == "pbm"]
     confirmed = pbm.confirm("bea@example.org", coded[0])
     assert "registered as" in pbm.text(confirmed), pbm.text(confirmed)
+
+
+@pytest.mark.process  # SIGKILL
+def test_a_forged_mail_stored_before_a_kill_gets_one_answer_after_it(pbm_stopped):
+    pbm = pbm_stopped
+    ours = [pbm.address("pbm")] + games(pbm, 2)
+    pbm.start("worker")  # the listener alone: stored, 250 given, nothing handled
+    msg = forged(pbm)
+    assert send(pbm, msg, VICTIM, ours)[0] == 250
+    pbm.stop(kill=True)
+    pbm.start()
+    pbm.settle()
+    pbm.stop()
+    pbm.start()  # a second restart answers nothing again
+    pbm.settle()
+    (answer,) = pbm.replies_to(msg["Message-ID"])
+    assert "This mail was sent to 3 of our addresses" in pbm.flat(answer)
+    assert pbm.sql("SELECT count(*) FROM inbox WHERE status = 'done'")[0][0] == 3
