@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from pbm_server.store.db import downgrade
+from pbm_server.store.db import downgrade, upgrade
+from pbm_server.store.models import INBOX_RAW
 from tests.harness import PbmServer
 
 VICTIM = "victim@target.example"
@@ -180,19 +181,34 @@ def test_mail_stored_before_the_upgrade_is_moved_and_answered(pbm_stopped):
         pbm.execute("INSERT INTO inbox (received_at, mail_from, rcpt_tos, raw, status, tries) "
                     f"VALUES (CURRENT_TIMESTAMP, :f, {json}, :raw, 'new', 0)",
                     f=VICTIM, r=f'["{"pbm" if n == 0 else "postmaster"}@{pbm.domain}"]', raw=raw)
-    pbm.start()  # upgrades the database, then handles both rows
+    # a mail handled before, and its reply, which names it
+    pbm.execute("INSERT INTO inbox (received_at, mail_from, rcpt_tos, raw, status, tries) "
+                f"VALUES (CURRENT_TIMESTAMP, :f, {json}, :raw, 'done', 0)", f=VICTIM, r='["pbm@pbm.test"]', raw=b"old")
+    pbm.execute("INSERT INTO outbox (created_at, inbound_id, kind, to_addr, message_id, raw, status, attempts, "
+                "next_attempt_at) VALUES (CURRENT_TIMESTAMP, 3, 'reply', :t, '<old@pbm.test>', :raw, 'sent', 1, "
+                "CURRENT_TIMESTAMP)", t=VICTIM, raw=b"old reply")
+    pbm.start()  # upgrades the database, then handles both new rows
     pbm.settle()
-    rows = pbm.sql("SELECT i.id, i.body_id, i.status, b.raw FROM inbox i JOIN inbox_bodies b ON b.id = i.body_id")
-    assert [(i, b, st, bytes(r)) for i, b, st, r in rows] == [(1, 1, "done", raw), (2, 2, "done", raw)]
+    rows = pbm.sql("SELECT i.id, i.body_id, i.status, b.raw FROM inbox i JOIN inbox_bodies b ON b.id = i.body_id "
+                   "ORDER BY i.id")
+    assert [(i, b, st, bytes(r)) for i, b, st, r in rows] == [(1, 1, "done", raw), (2, 2, "done", raw),
+                                                              (3, 3, "done", b"old")]
+    # what names an inbox row still names it (a table rebuilt under SQLite's foreign keys would have lost it)
+    assert pbm.sql("SELECT inbound_id FROM outbox WHERE message_id = '<old@pbm.test>'") == [(3,)]
     # pbm@ answered the help, postmaster@ forwarded the mail to the GM
     assert len(pbm.inbox(VICTIM)) == 1 and len(pbm.inbox(pbm.gm_address)) == 1
     # a new mail takes a body id after the moved ones
     send(pbm, forged(pbm), VICTIM, [pbm.address("pbm")])
-    assert pbm.sql("SELECT max(body_id) FROM inbox")[0][0] == 3
+    assert pbm.sql("SELECT max(body_id) FROM inbox")[0][0] == 4
     # and back: each row gets its mail's bytes again
     pbm.stop()
     downgrade(pbm._engine, "0016")
-    assert [bytes(r) for (r,) in pbm.sql("SELECT raw FROM inbox ORDER BY id")][:2] == [raw, raw]
+    assert [bytes(r) for (r,) in pbm.sql("SELECT raw FROM inbox ORDER BY id")][:3] == [raw, raw, b"old"]
+    assert pbm.sql("SELECT inbound_id FROM outbox WHERE message_id = '<old@pbm.test>'") == [(3,)]
+    # and up again
+    upgrade(pbm._engine)
+    assert pbm.sql(f"SELECT count(*) FROM inbox WHERE {INBOX_RAW} IS NULL")[0][0] == 0
+    assert pbm.sql("SELECT inbound_id FROM outbox WHERE message_id = '<old@pbm.test>'") == [(3,)]
 
 
 def test_a_register_sent_to_a_game_and_pbm_still_gets_its_code(pbm):
