@@ -8,8 +8,11 @@ without any of them getting a 250 early.  Database work never runs on the event
 loop.  Any fault of ours answers 451 (try again later), never a 5xx.
 
 A mail to several of our addresses is stored as one inbox row per recipient
-(:func:`one_row_each`), all in the same commit: the worker handles and answers
-each row on its own, so no recipient is left unread, also across a crash.
+(:func:`one_row_each`), all in the same commit: the worker handles each row
+on its own, so no recipient is left unread, also across a crash.  The mail's
+bytes are stored once, in an ``inbox_bodies`` row that all of them point at
+(issue 41: with a copy in each row, one 1 MB mail to 100 addresses wrote
+100 MB, and the database and its WAL grew by 150-250 MB per such mail).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, AnyStr, Concatenate, cast
 
 from sqlalchemy import CursorResult, Table, insert, select, text
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import PoolProxiedConnection
 
 from pbm_server.base import clock, logs
@@ -32,7 +36,7 @@ from pbm_server.base.settings import Settings
 from pbm_server.mail import bounces
 from pbm_server.mail.headers import ATEXT
 from pbm_server.store.db import Database
-from pbm_server.store.models import Game, InboundMail
+from pbm_server.store.models import Game, InboundBody, InboundMail
 
 if TYPE_CHECKING:
     from aiosmtpd.controller import Controller
@@ -43,8 +47,9 @@ log = logging.getLogger(__name__)
 
 TEMPFAIL = "451 4.3.0 Temporary local problem, please try again later"
 
-#: recipients of ours in one transaction (each is an inbox row with the whole
-#: mail); RFC 5321 4.5.3.1.8 asks a server to take at least 100
+#: recipients of ours in one transaction (each is an inbox row; the mail's
+#: bytes are stored once for all); RFC 5321 4.5.3.1.8 asks a server to take
+#: at least 100
 MAX_RECIPIENTS = 100
 
 #: a message waiting for the intake writer: envelope sender, recipients, raw
@@ -75,16 +80,25 @@ def one_row_each(rcpts: Sequence[str]) -> list[list[str]]:
     return rows or [[]]
 
 
-def _rows_of(items: Sequence[Message]) -> tuple[list[Message], list[int]]:
-    """The inbox rows of ``items`` (one per recipient, in order) and how many
-    rows each item made."""
-    rows: list[Message] = []
+#: an inbox row to store: envelope sender, its recipients, the index of its
+#: mail's body among the bodies stored with it
+_Row = tuple[str, list[str], int]
+
+
+def _rows_of(items: Sequence[Message]) -> tuple[list[tuple[bytes, list[str] | None]], list[_Row], list[int]]:
+    """The bodies of ``items`` (one per item: its bytes and the recipients of
+    its rows, None for a mail of one row, nearly every mail), their inbox
+    rows (one per recipient, in order, each naming its item's body by index)
+    and how many rows each item made."""
+    bodies: list[tuple[bytes, list[str] | None]] = []
+    rows: list[_Row] = []
     made: list[int] = []
-    for mail_from, rcpts, raw in items:
+    for n, (mail_from, rcpts, raw) in enumerate(items):
         each = one_row_each(rcpts)
-        rows.extend((mail_from, r, raw) for r in each)
+        bodies.append((raw, [r for row in each for r in row] if len(each) > 1 else None))
+        rows.extend((mail_from, r, n) for r in each)
         made.append(len(each))
-    return rows, made
+    return bodies, rows, made
 
 
 def _per_item(ids: Sequence[int], made: Sequence[int]) -> list[list[int]]:
@@ -106,52 +120,64 @@ def store_messages(db: Database, items: list[Message]) -> list[int]:
 
 def store_mails(db: Database, items: list[Message]) -> list[list[int]]:
     """Store (envelope sender, recipients, raw bytes) in one transaction, one
-    row per recipient (:func:`one_row_each`); return each item's inbox ids.
+    body per item and one row per recipient (:func:`one_row_each`) pointing
+    at it; return each item's inbox ids.
 
-    One multi-row INSERT (executemany), not one ORM object per message.  On
-    SQLite the writing transaction holds the database's write lock from its
-    BEGIN IMMEDIATE, so the new rows get consecutive ids ending at
-    last_insert_rowid(); elsewhere RETURNING gives them in order."""
-    flat, made = _rows_of(items)
-    return _per_item(_insert_rows(db, flat), made)
-
-
-def _insert_rows(db: Database, flat: list[Message]) -> list[int]:
-    now = clock.now()
-    rows = [dict(received_at=now, mail_from=f, rcpt_tos=list(r), raw=raw, status="new") for f, r, raw in flat]
-    if not rows:
+    One multi-row INSERT (executemany) for the bodies and one for the rows,
+    not one ORM object per message.  On SQLite the writing transaction holds
+    the database's write lock from its BEGIN IMMEDIATE, so the new rows of a
+    table get consecutive ids ending at last_insert_rowid(); elsewhere
+    RETURNING gives them in order."""
+    bodies, flat, made = _rows_of(items)
+    if not items:
         return []
+    now = clock.now()
     with db.write() as s:
-        if db.is_sqlite:
-            s.execute(insert(InboundMail), rows)
-            last = s.execute(text("SELECT last_insert_rowid()")).scalar_one()
-            return list(range(last - len(rows) + 1, last + 1))
-        if len(rows) == 1:
-            inserted = cast(CursorResult[Any], s.execute(insert(InboundMail).values(**rows[0])))
-            key = inserted.inserted_primary_key
-            assert key is not None
-            return [key[0]]
-        result = s.execute(insert(InboundMail).returning(InboundMail.id, sort_by_parameter_order=True), rows)
-        return list(result.scalars())
+        body_ids = _insert(s, db, InboundBody, [dict(raw=raw, rcpt_tos=r) for raw, r in bodies])
+        rows = [dict(received_at=now, mail_from=f, rcpt_tos=list(r), body_id=body_ids[n], status="new")
+                for f, r, n in flat]
+        return _per_item(_insert(s, db, InboundMail, rows), made)
+
+
+def _insert(s: Session, db: Database, model: type[InboundBody] | type[InboundMail], rows: list[dict[str, Any]]) -> list[int]:
+    """The rows inserted into ``model``'s table; their ids, in order."""
+    if db.is_sqlite:
+        s.execute(insert(model), rows)
+        last = s.execute(text("SELECT last_insert_rowid()")).scalar_one()
+        return list(range(last - len(rows) + 1, last + 1))
+    if len(rows) == 1:
+        inserted = cast(CursorResult[Any], s.execute(insert(model).values(**rows[0])))
+        key = inserted.inserted_primary_key
+        assert key is not None
+        return [key[0]]
+    result = s.execute(insert(model).returning(model.id, sort_by_parameter_order=True), rows)
+    return list(result.scalars())
 
 
 class _SqliteInbox:
     """The listener's hot path on SQLite: one connection kept by the writer
-    thread, and per group ``BEGIN IMMEDIATE; INSERT ... (executemany);
-    COMMIT`` on the DB-API connection, which costs a quarter of the CPU of an
-    ORM session per group (the CPU the event loop would miss).  The columns are
-    encoded by SQLAlchemy's own bind processors, so the rows are exactly what
-    :func:`store_messages` writes; the connection comes from the engine, so it
-    has the same pragmas (WAL, synchronous=FULL, busy_timeout)."""
+    thread, and per group ``BEGIN IMMEDIATE; INSERT ... (executemany)`` of
+    the bodies, then of the inbox rows, ``COMMIT`` on the DB-API connection,
+    which costs a quarter of the CPU of an ORM session per group (the CPU the
+    event loop would miss).  The columns are encoded by SQLAlchemy's own bind
+    processors, so the rows are exactly what :func:`store_messages` writes;
+    the connection comes from the engine, so it has the same pragmas (WAL,
+    synchronous=FULL, busy_timeout)."""
 
-    COLUMNS = ("received_at", "mail_from", "rcpt_tos", "raw", "status")
+    COLUMNS = ("received_at", "mail_from", "rcpt_tos", "body_id", "status")
+    BODY_COLUMNS = ("raw", "rcpt_tos")
 
     def __init__(self, db: Database):
         self.db = db
-        table = cast(Table, InboundMail.__table__)
         dialect = db.engine.dialect
-        self.sql = f"INSERT INTO {table.name} ({', '.join(self.COLUMNS)}) VALUES ({', '.join('?' * len(self.COLUMNS))})"
-        self.procs: list[Callable[[Any], Any]] = [table.c[c].type.bind_processor(dialect) or (lambda v: v) for c in self.COLUMNS]
+
+        def statement(model: type[InboundBody] | type[InboundMail], columns: tuple[str, ...]) -> tuple[str, list[Callable[[Any], Any]]]:
+            table = cast(Table, model.__table__)
+            sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+            return sql, [table.c[c].type.bind_processor(dialect) or (lambda v: v) for c in columns]
+
+        self.sql, self.procs = statement(InboundMail, self.COLUMNS)
+        self.body_sql, self.body_procs = statement(InboundBody, self.BODY_COLUMNS)
         self._conn: PoolProxiedConnection | None = None
 
     def _connection(self) -> Any:
@@ -161,15 +187,17 @@ class _SqliteInbox:
 
     def store(self, items: list[Message]) -> list[list[int]]:
         """Like :func:`store_mails`: one row per recipient, each item's ids."""
-        p_at, p_from, p_rcpt, p_raw, p_status = self.procs
+        p_at, p_from, p_rcpt, _, p_status = self.procs
+        b_raw, b_rcpt = self.body_procs
         at = p_at(clock.now())
         new = p_status("new")
-        flat, made = _rows_of(items)
-        rows = [(at, p_from(f), p_rcpt(list(r)), p_raw(raw), new) for f, r, raw in flat]
+        bodies, flat, made = _rows_of(items)
+        body_rows = [(b_raw(raw), None if r is None else b_rcpt(r)) for raw, r in bodies]
+        rows = [(at, p_from(f), p_rcpt(list(r)), n, new) for f, r, n in flat]
         con = self._connection()
         try:
             with self.db.writer_turn():
-                last = self._insert(con, rows)
+                last = self._insert(con, body_rows, rows)
         except BaseException:
             # a fault of the connection itself: start afresh with the next group
             try:
@@ -181,10 +209,14 @@ class _SqliteInbox:
             raise
         return _per_item(range(last - len(rows) + 1, last + 1), made)
 
-    def _insert(self, con: Any, rows: list[tuple[Any, ...]]) -> int:
-        """The rows in one transaction; the id of the last."""
+    def _insert(self, con: Any, bodies: list[tuple[Any, ...]], rows: list[tuple[Any, ...]]) -> int:
+        """The bodies and the rows (each naming its body by index among
+        ``bodies``) in one transaction; the id of the last row."""
         con.execute("BEGIN IMMEDIATE")
         try:
+            con.executemany(self.body_sql, bodies)
+            first_body: int = con.execute("SELECT last_insert_rowid()").fetchone()[0] - len(bodies) + 1
+            rows = [(at, f, r, first_body + n, st) for at, f, r, n, st in rows]
             con.executemany(self.sql, rows)
             last: int = con.execute("SELECT last_insert_rowid()").fetchone()[0]
             con.execute("COMMIT")
@@ -384,7 +416,8 @@ class InboundHandler:
                 log.exception("game lookup failed")
                 return TEMPFAIL
         if address.lower() not in {r.lower() for r in envelope.rcpt_tos} and len(envelope.rcpt_tos) >= MAX_RECIPIENTS:
-            # each recipient is an inbox row of its own: RFC 5321 4.5.3.1.10's answer
+            # each recipient is an inbox row of its own (the mail's bytes stored once):
+            # RFC 5321 4.5.3.1.10's answer
             # to a limit; the client sends the rest in another transaction
             return f"452 4.5.3 Too many recipients: at most {MAX_RECIPIENTS} per mail here; send the rest in another mail"
         envelope.rcpt_tos.append(address)

@@ -44,13 +44,13 @@ from pbm_server.play.seeds import seed_hash
 from pbm_server.play.statecache import StateCache
 from pbm_server.play.turns import same_seed_hold
 from pbm_server.store.lookup import audit, find_game
-from pbm_server.store.models import Game, InboundMail, Order, table
+from pbm_server.store.models import Game, InboundMail, Order, inbox_raw, table
 
 #: outbox kind of a mail to postmaster@DOMAIN forwarded to the GM
 GM_POSTMASTER = postmaster.KIND
 
 _INBOX = table(InboundMail)
-_RAW = select(_INBOX.c.raw).where(_INBOX.c.id == bindparam("id"))
+_RAW = select(inbox_raw()).where(_INBOX.c.id == bindparam("id"))
 _O = table(Order)
 _HELD_ORDERS = select(_O.c.lines).where(_O.c.game_id == bindparam("game"), _O.c.handle == bindparam("handle"),
                                         _O.c.turn == bindparam("turn"))
@@ -72,6 +72,10 @@ class InboxRow:
     processed_at: datetime | None = None
     seed: str | None = None
     game_id: int | None = None
+    #: the row's mail's bytes (shared with the other rows of its transaction)
+    body_id: int | None = None
+    #: every recipient of ours the mail's transaction reached (one row each)
+    reached: list[str] = field(default_factory=list)
 
     def raw(self, s: Session) -> bytes:
         """The mail as received (only a mail forwarded whole needs it here)."""

@@ -14,7 +14,20 @@ sent whatever the domain and global budgets say (the per-address limit
 still holds), so a flood of forged registrations cannot keep a newcomer from
 their code.  The inbox does not keep the connecting IP, so it is no source
 here.  The reply to an unproven mail is cut to
-``PBM_MAX_UNAUTHENTICATED_REPLY_BYTES``.  The Subject says what
+``PBM_MAX_UNAUTHENTICATED_REPLY_BYTES``.
+
+One transaction to several of our addresses is one inbox row per address,
+each handled on its own; when the mail proved nothing, all of them together
+get ONE answer (issue 41: a forged ``MAIL FROM`` with 100 ``RCPT TO`` made
+60 replies to the victim).  The first row to be answered takes the answer
+(``inbox_bodies.answered_by``, set in its write transaction by an UPDATE
+that only one row can win, also across workers and hosts) and its reply
+names every address the mail reached; the other rows are handled as usual
+but not answered (their inbox note says which row's answer covered them).
+Rows proven by a password are answered as before, each on its own; a
+reply that carries a confirmation code is not held back by the rule (it
+still takes the answer if it is first), so a ``register`` sent to pbm@
+and a game at once still gets its code.  The Subject says what
 became of the mail (subjects.py), the reply names the thread it belongs to
 and the mail it answers, and no password the mail carried appears in it.
 """
@@ -22,8 +35,9 @@ and the mail it answers, and no password the mail carried appears in it.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import CursorResult, bindparam, select
 from sqlalchemy.orm import Session
 
 from pbm_server.base.settings import Settings
@@ -35,7 +49,7 @@ from pbm_server.mail.outbound import UNPROVEN_REPLY, enqueue_one, outbox_count
 from pbm_server.mail.subjects import reply_subject
 from pbm_server.pipeline.execute import Answer, CommandWork, InboxRow
 from pbm_server.play.notices import tell_gm
-from pbm_server.store.models import OutboundMail
+from pbm_server.store.models import InboundBody, OutboundMail, table
 
 #: outbox kind of the GM's notice that the server stopped answering unproven mail
 GM_QUIET = "gm-quiet"
@@ -47,6 +61,12 @@ UNPROVEN_KINDS = (UNPROVEN_REPLY, CODE_REPLY)
 REPLY_KINDS = ("reply", *UNPROVEN_KINDS)
 #: commands whose success mails a confirmation code in the reply
 CODE_GIVING = frozenset({"register", "signup"})
+
+_BODY = table(InboundBody)
+#: the one answer of a mail that proved nothing, taken by one of its rows
+_TAKE_ANSWER = _BODY.update().where(_BODY.c.id == bindparam("body"), _BODY.c.answered_by.is_(None)).values(
+    answered_by=bindparam("row"))
+_ANSWERED_BY = select(_BODY.c.answered_by).where(_BODY.c.id == bindparam("body"))
 
 
 def _first_word(text: str) -> str:
@@ -108,6 +128,8 @@ class Replier:
         if count >= limit:
             row.note = f"not answered: {count} replies to {addr} in the last hour (limit {limit})"
             return False
+        if not self._the_one_answer(s, row, answer, code):
+            return False
         first_code = code and not outbox_count(s, CODE_REPLY, since, to_addr=addr)
         if not first_code and not self._within_budgets(s, row, addr, since, now):
             return False
@@ -116,6 +138,27 @@ class Replier:
                 f"You have had {limit} replies within an hour; the server will not answer this address again until the hour is over."
             )
         return True
+
+    @staticmethod
+    def _the_one_answer(s: Session, row: InboxRow, answer: Answer, code: bool) -> bool:
+        """Whether this row gives the one answer of its mail (always, for a
+        mail to one address of ours); the answer then names every address
+        the mail reached, and else the row's note says which row gave it.
+        A reply carrying a confirmation code (``code``) goes in any case."""
+        if len(row.reached) < 2 or row.body_id is None:
+            return True
+        taken = s.connection().execute(_TAKE_ANSWER, {"body": row.body_id, "row": row.id})
+        if cast(CursorResult[Any], taken).rowcount == 1:
+            answer.reply.notes.insert(0, (
+                f"This mail was sent to {len(row.reached)} of our addresses ({', '.join(row.reached)}); each of "
+                f"them read it, and since it carried no valid password this is its only answer."))
+            return True
+        if code:
+            return True
+        by = s.connection().execute(_ANSWERED_BY, {"body": row.body_id}).scalar()
+        row.note = (f"not answered: the same mail went to {len(row.reached)} of our addresses and proved no sender; "
+                    f"its one answer is the reply to mail {by}")
+        return False
 
     def _within_budgets(self, s: Session, row: InboxRow, addr: str, since: datetime, now: datetime) -> bool:
         """The budgets of the sender's domain and of everyone, for a mail that

@@ -74,12 +74,13 @@ from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.statecache import StateCache
 from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
 from pbm_server.store.lookup import Credentials, audit, load_games
-from pbm_server.store.models import Account, InboundMail, preload_states, table
+from pbm_server.store.models import Account, InboundBody, InboundMail, preload_states, table
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 _INBOX = table(InboundMail)
+_BODY = table(InboundBody)
 # the worker's own statements on the inbox, made once (plain Core, bound
 # parameters): building a statement costs more than running it on SQLite
 _WAITING = (select(_INBOX.c.id).where(_INBOX.c.status == "new")
@@ -87,10 +88,14 @@ _WAITING = (select(_INBOX.c.id).where(_INBOX.c.status == "new")
 _WAITING_UPTO = (select(_INBOX.c.id).where(_INBOX.c.status == "new", _INBOX.c.id <= bindparam("upto"))
                  .order_by(_INBOX.c.id).limit(bindparam("n", type_=Integer)))
 _RCPTS = select(_INBOX.c.id, _INBOX.c.rcpt_tos).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)))
-_STORED = select(_INBOX.c.raw, _INBOX.c.mail_from, _INBOX.c.rcpt_tos).where(
-    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
-_CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from).where(
-    _INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+# the row, and whether its mail's bytes (stored once for all the rows of a
+# mail) are shared with other rows; the bytes themselves: _BODY_RAW
+_STORED = select(_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id,
+                 _BODY.c.rcpt_tos.is_not(None).label("shared")).join_from(
+    _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
+_BODY_RAW = select(_BODY.c.raw).where(_BODY.c.id == bindparam("body"))
+_CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from, _INBOX.c.body_id, _BODY.c.rcpt_tos).join_from(
+    _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 # a copy handled before: the same key, or the mail's key without a recipient
 # (``legacy``), which rows stored before one row per recipient carry
 _SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key.in_([bindparam("key"), bindparam("legacy")]),
@@ -203,6 +208,8 @@ class Worker(Poller):
         self._released: set[str] = set()
         #: the threads that prepare a batch's mails (made at the first batch)
         self._preparers: ThreadPoolExecutor | None = None
+        #: the last mail read whose bytes several rows share (Worker._read)
+        self._last_read: tuple[int, str, bytes, IncomingMail, str] | None = None
 
     # -- loop ----------------------------------------------------------------
     #: how many of the oldest waiting mails a worker looks at to find one whose
@@ -732,19 +739,35 @@ class Worker(Poller):
         stored = s.connection().execute(_STORED, {"id": inbox_id}).first()
         if stored is None:
             return None
-        raw, envelope_from, rcpts = stored.raw, stored.mail_from, list(stored.rcpt_tos or [])
-        mail = read_mail(raw, envelope_from)
+        envelope_from, rcpts = stored.mail_from, list(stored.rcpt_tos or [])
+        raw, mail, mail_key = self._read(s, stored.body_id, envelope_from, stored.shared)
         failpoint = self.settings.failpoint
         if failpoint.startswith(FAILPOINT_KILL) and mail.subject == failpoint[len(FAILPOINT_KILL):]:
             os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would, while the mail is in hand
         kind = classify(raw, envelope_from, rcpts, mail, self.settings, lambda: self._read_bounce_key(s))
-        mail_key = dedup_key(raw, mail.message_id)
         head = _Head(Prepared(inbox_id, mail, kind, recipient_key(mail_key, rcpts, self.settings.domain), mail_key))
         if isinstance(kind, CommandMail):  # only a command mail has lines and a sender to prove
             head.text = read_commands(s, mail, self.settings.domain)
             if authenticate:
                 head.auth = self._begin_authentication(s, head)
         return head
+
+    def _read(self, s: Session, body_id: int, envelope_from: str, shared: bool) -> tuple[bytes, IncomingMail, str]:
+        """A row's mail: its bytes, what was read of them, its duplicate key
+        (mailtext.dedup_key).  The rows of one mail to several of our
+        addresses share the bytes, and the last such mail is kept: its other
+        rows are not read and parsed again (issue 41: 100 rows of a 1 MB mail
+        parsed the megabyte 100 times, 50 ms each, while later mail waited).
+        What was read is never changed by the stages after."""
+        cached = self._last_read
+        if cached is not None and cached[0] == body_id and cached[1] == envelope_from:
+            return cached[2], cached[3], cached[4]
+        raw: bytes = s.connection().execute(_BODY_RAW, {"body": body_id}).scalar_one()
+        mail = read_mail(raw, envelope_from)
+        mail_key = dedup_key(raw, mail.message_id)
+        if shared:
+            self._last_read = (body_id, envelope_from, raw, mail, mail_key)
+        return raw, mail, mail_key
 
     def _begin_authentication(self, s: Session, head: _Head) -> Authentication:
         assert head.text is not None
@@ -779,7 +802,10 @@ class Worker(Poller):
     def claim(s: Session, inbox_id: int) -> InboxRow | None:
         """The mail's row if it is still new (else another worker has it)."""
         found = s.connection().execute(_CLAIM, {"id": inbox_id}).first()
-        return None if found is None else InboxRow(inbox_id, found.received_at, found.mail_from)
+        if found is None:
+            return None
+        return InboxRow(inbox_id, found.received_at, found.mail_from, body_id=found.body_id,
+                        reached=list(found.rcpt_tos or []))
 
     @staticmethod
     def duplicate(s: Session, row: InboxRow, prep: Prepared, now: datetime) -> bool:

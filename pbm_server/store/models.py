@@ -198,8 +198,35 @@ class Membership(Base):
     left_at: Mapped[datetime | None]
 
 
+class InboundBody(Base):
+    """The bytes of one accepted mail, stored once however many of our
+    addresses it was sent to: each of its inbox rows (one per recipient)
+    points here (issue 41: a row each with the whole mail let one 1 MB mail
+    to 100 addresses write 100 MB)."""
+
+    __tablename__ = "inbox_bodies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: the mail as received
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: the envelope's recipients, one inbox row each (inbound.one_row_each), for
+    #: a mail to more than one: the one answer to a mail that proved no sender
+    #: names them (pipeline/reply.py); None (SQL NULL) for a mail to one address
+    rcpt_tos: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
+    #: the inbox row whose reply is the one answer to the whole mail when its
+    #: sender proved nothing (None: no row answered such a reply yet)
+    answered_by: Mapped[int | None] = mapped_column(Integer)
+
+
+#: the stored bytes of an inbox row, as a correlated subquery of SQL text: the
+#: tests read ``SELECT id, {INBOX_RAW} AS raw FROM inbox`` (the server reads
+#: them through :data:`inbox_raw`, the same thing as a Core expression)
+INBOX_RAW = "(SELECT inbox_bodies.raw FROM inbox_bodies WHERE inbox_bodies.id = inbox.body_id)"
+
+
 class InboundMail(Base):
-    """Every accepted message, stored before the listener answers 250."""
+    """Every accepted message, stored before the listener answers 250: one
+    row per recipient of ours, its bytes in :class:`InboundBody`."""
 
     __tablename__ = "inbox"
     __table_args__ = (Index("ix_inbox_status_id", "status", "id"), Index("ix_inbox_dedup", "dedup_key"),
@@ -210,7 +237,8 @@ class InboundMail(Base):
     received_at: Mapped[datetime]
     mail_from: Mapped[str] = mapped_column(String(320))
     rcpt_tos: Mapped[list[str]] = mapped_column(JSON)
-    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: the mail's bytes, shared with the other rows of the same transaction
+    body_id: Mapped[int] = mapped_column(ForeignKey("inbox_bodies.id"))
     #: new | done | dropped | duplicate | shunted
     status: Mapped[str] = mapped_column(String(16), default="new")
     #: sha256 of Message-ID and body: a redelivered copy has the same key
@@ -224,6 +252,13 @@ class InboundMail(Base):
     #: how many times a worker started handling it (committed before each
     #: start): a mail started twice without finishing is set aside (worker.py)
     tries: Mapped[int] = mapped_column(default=0, server_default="0")
+
+
+def inbox_raw() -> Any:
+    """The stored bytes of an inbox row, as a scalar subquery to select
+    beside the row's own columns (:data:`INBOX_RAW` as Core)."""
+    bodies = table(InboundBody)
+    return select(bodies.c.raw).where(bodies.c.id == table(InboundMail).c.body_id).scalar_subquery()
 
 
 class Order(Base):

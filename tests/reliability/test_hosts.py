@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import netns
+from pbm_server.store.models import INBOX_RAW
 from tests.harness import PbmServer, Sink, SinkHandler, wait_until
 
 pytestmark = pytest.mark.process
@@ -187,7 +188,7 @@ class Site:
     def inbox_by_message_id(self) -> tuple[collections.Counter, dict[str, tuple[int, str]]]:
         stored: collections.Counter = collections.Counter()
         rows: dict[str, tuple[int, str]] = {}
-        for row_id, status, raw in self.db.sql("SELECT id, status, raw FROM inbox"):
+        for row_id, status, raw in self.db.sql(f"SELECT id, status, {INBOX_RAW} AS raw FROM inbox"):
             m = re.search(rb"^Message-ID: (\S+)", bytes(raw), re.M | re.I)
             mid = m.group(1).decode() if m else f"row{row_id}"
             stored[mid] += 1

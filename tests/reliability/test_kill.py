@@ -31,6 +31,7 @@ from benchmarks.smtpload import LoadProcess, LoadSpec
 from pbm_server.mail.inbound import store_messages
 from pbm_server.mail.outbound import Outbound
 from pbm_server.store.db import Database
+from pbm_server.store.models import INBOX_RAW
 
 # `pbm serve` in its own processes: what this module shows is about processes
 pytestmark = pytest.mark.process
@@ -53,7 +54,7 @@ def run_kill_loop(pbm, kills: int, count: int, rate: float, seed: int) -> dict:
     accepted = {s.message_id for s in result.accepted}
     assert len(accepted) >= count // 3, "the load hardly got through"
 
-    rows = pbm.sql("SELECT id, status, raw FROM inbox")
+    rows = pbm.sql(f"SELECT id, status, {INBOX_RAW} AS raw FROM inbox")
     stored = collections.Counter()
     status = {}
     for row_id, st, raw in rows:
