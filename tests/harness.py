@@ -33,7 +33,7 @@ import threading
 import time
 import traceback
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -256,6 +256,11 @@ class Sink:
         raise AssertionError(f"the relay got no mail {message_id}")
 
 
+#: where the clock of every test's server starts, running on (set_clock moves it):
+#: a Monday morning, days from the default Saturday deadlines and their reminders
+START = "2026-11-23T10:00:00+00:00"
+
+
 class PbmServer:
     def __init__(self, tmp: Path, domain: str = "pbm.test", gm_address: str = "gm@example.org", extra_env: dict | None = None,
                  process: bool = False, fresh: bool = False):
@@ -274,6 +279,9 @@ class PbmServer:
         #: the HTTP side (/healthz, /metrics)
         self.http_port = free_port()
         self.clock_file = tmp / "clock.txt"
+        # no test sees the real date: every server starts on a Monday morning
+        # with its clock running on (a test that needs another moment sets it)
+        self.set_clock(START, tick=True)
         self.db_url, self._drop_db = self._database()
         self.env = dict(os.environ)
         self.env.update(
@@ -462,12 +470,24 @@ class PbmServer:
         self._engine.dispose()
         self._drop_db()
 
-    def set_clock(self, moment: datetime | str):
+    def set_clock(self, moment: datetime | str, tick: bool = False):
         """The time of the server and of the CLI from now on, running or not
-        (they read PBM_CLOCK_FILE at every call; with no file, the real clock)."""
+        (they read PBM_CLOCK_FILE at every call): standing at ``moment``, or
+        with ``tick`` running on from it."""
         if isinstance(moment, datetime):
             moment = moment.isoformat()
-        self.clock_file.write_text(moment)
+        self.clock_file.write_text(f"{moment} @{time.time()!r}" if tick else moment)
+
+    def now(self) -> datetime:
+        """The time the server and the CLI see now (for rows a test writes itself)."""
+        from pbm_server.base import clock
+
+        kept = clock._file
+        clock.use_file(str(self.clock_file))
+        try:
+            return clock.now()
+        finally:
+            clock.use_file(kept)
 
     # -- the CLI -------------------------------------------------------------------
     def cli(self, *args: str, input: str | bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -543,7 +563,7 @@ class PbmServer:
         msg["From"] = frm
         msg["To"] = self.address(to)
         msg["Subject"] = subject
-        msg["Date"] = format_datetime(datetime.now(timezone.utc))
+        msg["Date"] = format_datetime(self.now())
         msg["Message-ID"] = make_msgid(domain="example.org")
         for k, v in (headers or {}).items():
             msg[k] = v

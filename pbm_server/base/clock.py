@@ -4,11 +4,18 @@ The setting ``clock_file`` (``PBM_CLOCK_FILE``; tests, rehearsals): the current
 time is the ISO 8601 timestamp in that file, re-read at every call, so a test
 can move time on while the server runs.  Each process sets it once from its
 settings with :func:`use_file`.
+
+The file holds ``MOMENT`` (the clock stands there) or ``MOMENT @SECONDS``
+(the clock runs on from MOMENT, which it showed at the Unix time SECONDS): a
+rehearsal or a test gets the date it needs while retries, claims and waits
+still see time pass.  No file, an empty one or one that does not read: the
+real clock.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import time
+from datetime import datetime, timedelta, timezone
 
 _file: str | None = None
 
@@ -26,9 +33,12 @@ def now() -> datetime:
             with open(path) as fh:
                 text = fh.read().strip()
             if text:
-                moment = datetime.fromisoformat(text)
+                stamp, _, since = text.partition(" @")
+                moment = datetime.fromisoformat(stamp.strip())
                 if moment.tzinfo is None:
                     moment = moment.replace(tzinfo=timezone.utc)
+                if since:
+                    moment += timedelta(seconds=time.time() - float(since))
                 return moment.astimezone(timezone.utc)
         except (OSError, ValueError):
             pass

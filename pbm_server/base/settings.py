@@ -253,7 +253,7 @@ class Settings:
         "text", "log lines as text, or json: one JSON object a line with the mail's facts as fields", _log_format,
     )
     clock_file: str = _setting(
-        "", "rehearsals and tests: the current time is the ISO 8601 time in this file; empty: the real clock"
+        "", "rehearsals and tests: the current time is the ISO 8601 time in this file (MOMENT: it stands; MOMENT @UNIXTIME: it runs on from MOMENT, shown at that Unix time); empty: the real clock"
     )
     failpoint: str = _setting(
         "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; 'sigkill:SUBJECT': "

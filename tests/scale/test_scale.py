@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import smtplib
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import make_msgid
 
@@ -37,7 +37,7 @@ def store_game(pbm: PbmServer, kind: str, name: str, state: dict, handles: list[
 
     db = Database(pbm.db_url)
     db.upgrade()
-    now = datetime.now(timezone.utc)
+    now = pbm.now()  # the server's clock (a test's, not the real one)
     hashed = hash_password(PASSWORD)
     pbm.secrets.add(PASSWORD)
     with db.write() as s:

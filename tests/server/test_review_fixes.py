@@ -91,11 +91,11 @@ def test_the_outbox_counts_of_the_rate_limits_read_through_the_kind_index(pbm: P
     from sqlalchemy.orm import Session
 
     with Session(pbm._engine) as s:
-        hour_ago = datetime.now(timezone.utc) - timedelta(hours=1)
+        hour_ago = pbm.now() - timedelta(hours=1)
         assert outbox_count(s, ("reply-unproven",), hour_ago, to_addr="stranger@example.org") == 1
         assert outbox_count(s, "reply-unproven", hour_ago, domain="example.org") == 1
         assert outbox_count(s, "reply-unproven", hour_ago, domain="example.com") == 0
-        assert outbox_count(s, "reply-unproven", datetime.now(timezone.utc) + timedelta(minutes=5)) == 0
+        assert outbox_count(s, "reply-unproven", pbm.now() + timedelta(minutes=5)) == 0
 
 
 def test_the_models_and_the_migrations_agree_on_every_index(pbm: PbmServer):

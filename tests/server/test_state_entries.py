@@ -216,8 +216,6 @@ def _joining(handles: list[str]) -> dict:
 
 def _accounts(pbm, handles: list[str]) -> None:
     """Accounts (the tests' one password) that play in no game yet."""
-    from datetime import datetime, timezone
-
     from pbm_server.accounts.passwords import hash_password
     from pbm_server.store.db import Database
     from pbm_server.store.models import Account
@@ -226,7 +224,7 @@ def _accounts(pbm, handles: list[str]) -> None:
     hashed = hash_password(PASSWORD)
     with db.write() as s:
         s.add_all(Account(handle=h, handle_key=h, handle_skeleton=h, email=f"{h}@example.org", password_hash=hashed,
-                          created_at=datetime.now(timezone.utc)) for h in handles)
+                          created_at=pbm.now()) for h in handles)
     db.dispose()
 
 

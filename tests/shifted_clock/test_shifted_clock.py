@@ -43,7 +43,8 @@ def test_a_process_started_under_the_shift_sees_the_moved_date_and_real_waits():
 def test_a_child_inherits_the_shift_of_its_parent_once():
     # a worker or a server started by a shifted test process: the shift in seconds, not the moment;
     # an xdist worker applies it at start-up and is handed the file again by conftest
-    shift = datetime(2031, 6, 1, tzinfo=timezone.utc).timestamp() - time.time()
+    real_now = time.time() - float(os.environ.get("PBM_TEST_CLOCK_SHIFT_SECONDS", "0"))  # this run may be shifted
+    shift = datetime(2031, 6, 1, tzinfo=timezone.utc).timestamp() - real_now
     moment, _ = _run({"PBM_TEST_CLOCK_SHIFT_SECONDS": repr(shift),
                       "PBM_TEST_CLOCK_SHIFTED_IN": str(os.getpid())},  # the parent's mark does not stop the child
                      str(HERE / "sitecustomize.py"))
