@@ -616,10 +616,24 @@ class PbmServer:
         return email
 
     @staticmethod
-    def unsubscribe_links(msg: EmailMessage) -> tuple[str, str]:
-        """The https and mailto links of a mail's List-Unsubscribe, in that order."""
-        https, mailto = re.findall(r"<([^>]+)>", " ".join(str(msg["List-Unsubscribe"]).split()))
-        return https, mailto
+    def unsubscribe_links(msg: EmailMessage) -> tuple[str | None, str]:
+        """The https and mailto links of a mail's List-Unsubscribe, in that
+        order; None for the first without an https PBM_PUBLIC_URL (the
+        header then holds the mailto link alone)."""
+        found = re.findall(r"<([^>]+)>", " ".join(str(msg["List-Unsubscribe"]).split()))
+        https = [u for u in found if u.startswith("https://")]
+        mailto = [u for u in found if u.startswith("mailto:")]
+        assert len(found) == len(https) + len(mailto) and len(https) <= 1 and len(mailto) == 1, found
+        return (https[0] if https else None), mailto[0]
+
+    @classmethod
+    def stop_link(cls, msg: EmailMessage) -> str:
+        """The link under "One click stops these mails" in a mail's text (the
+        stream's settings page, http://PBM_HTTP_LISTEN/... without PBM_PUBLIC_URL)."""
+        found = re.search(r"One click stops these mails[^\n]*(?:\n[^\n]*)*?\n(https?://\S+/unsubscribe/\S+)",
+                          cls.text(msg))
+        assert found, cls.text(msg)
+        return found.group(1)
 
     @classmethod
     def code_in(cls, reply: EmailMessage) -> str:

@@ -14,6 +14,7 @@ import functools
 import json
 import re
 import textwrap
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +32,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound
 
 from games.base import Result, Section
 from pbm_server.base.settings import Settings
-from pbm_server.mail.headers import POLICY, SMTP_POLICY, plain_or_parsed
+from pbm_server.mail.headers import POLICY, SMTP_POLICY, UrlListHeader, plain_or_parsed
 
 #: the package the templates are installed as (the repository's top-level
 #: templates/, mapped into the wheel by setup.py)
@@ -584,16 +585,18 @@ class Composer:
         secrets: AbstractSet[str] = frozenset(),
         from_name: str = "pbm-server",
         thread: str | None = None,
-        unsubscribe: tuple[str, str] | None = None,
+        unsubscribe: Sequence[str] | None = None,
         message_id: str | None = None,
     ) -> tuple[str, bytes]:
         """A complete message; returns (Message-ID, bytes).  ``from_name``: the
         From's display name (relayed press names the game and its sender).
         ``thread``: the root (:func:`thread_root`) of the game or board the
         mail belongs to: put first in References, and in In-Reply-To of a mail
-        that answers no mail of its recipient.  ``unsubscribe``: (https URL,
-        mailto URL) of a mail a recipient may stop: List-Unsubscribe with
-        List-Unsubscribe-Post, one click (RFC 8058; play/streams.py).
+        that answers no mail of its recipient.  ``unsubscribe``: the URLs
+        (an https one first, if any, then a mailto one) of a mail a recipient
+        may stop: its List-Unsubscribe, written as plain bytes
+        (:class:`UrlListHeader`), with List-Unsubscribe-Post (one click, RFC
+        8058) only when an https URL is among them (play/streams.py).
         ``message_id``: the one :meth:`deferred` chose (default: a new one)."""
         domain = self.settings.domain
         greeting = f"Hello {to_name}," if to_name else "Hello,"
@@ -614,8 +617,9 @@ class Composer:
         msg["X-Auto-Response-Suppress"] = "All"
         msg["X-Loop"] = f"pbm@{domain}"
         if unsubscribe is not None:
-            msg["List-Unsubscribe"] = f"<{unsubscribe[0]}>, <{unsubscribe[1]}>"
-            msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+            msg["List-Unsubscribe"] = UrlListHeader("List-Unsubscribe", unsubscribe)
+            if any(url.startswith("https://") for url in unsubscribe):
+                msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
         if in_reply_to:
             msg["In-Reply-To"] = plain_or_parsed("In-Reply-To", in_reply_to)
             msg["References"] = plain_or_parsed("References",

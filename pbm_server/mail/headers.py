@@ -16,6 +16,7 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Sequence
 from email.headerregistry import HeaderRegistry, UnstructuredHeader
 from email.policy import EmailPolicy
 from typing import Any
@@ -324,6 +325,39 @@ class PlainHeader(str):
         if policy.max_line_length and len(line) > policy.max_line_length:
             return str(_parsed(policy.header_factory, self.name, str(self)).fold(policy=policy))
         return line + str(policy.linesep)
+
+
+#: a URL written in List-Unsubscribe as it is: printable ASCII with none of
+#: the characters that end it (``>``) or the list (``,``), no space, no encoded word
+_PLAIN_URL = re.compile(r"(?!.*=\?)[\x21-\x2b\x2d-\x3b\x3d\x3f-\x7e]+\Z")
+
+
+class UrlListHeader(PlainHeader):
+    """A header whose value is a list of ``<URL>`` (RFC 2369: List-Unsubscribe)
+    written as plain bytes.  The email package folds a line longer than 78
+    characters into RFC 2047 encoded words (``=?utf-8?q?=3Chttps=3A//...``), and
+    a mailbox provider that reads the header's bytes then finds no URL: no
+    one-click unsubscribe.  Here a list that does not fit on one line is
+    folded only after its commas, each ``<URL>`` whole on its own line (a
+    URL longer than 78 characters stays one line: RFC 5322 allows 998).
+    A URL that is not plain printable ASCII (none we make) is left to the
+    email package, as before."""
+
+    urls: tuple[str, ...]
+
+    def __new__(cls, name: str, urls: Sequence[str]) -> UrlListHeader:
+        self = str.__new__(cls, ", ".join(f"<{u}>" for u in urls))
+        self.name = name
+        self.urls = tuple(urls)
+        return self
+
+    def fold(self, *, policy: EmailPolicy) -> str:
+        if not all(_PLAIN_URL.match(u) for u in self.urls):
+            return str(_parsed(policy.header_factory, self.name, str(self)).fold(policy=policy))
+        line = f"{self.name}: {self}"
+        if not policy.max_line_length or len(line) <= policy.max_line_length:
+            return line + str(policy.linesep)
+        return f"{self.name}: " + f",{policy.linesep} ".join(f"<{u}>" for u in self.urls) + str(policy.linesep)
 
 
 def plain_or_parsed(name: str, value: str) -> Any:

@@ -162,7 +162,7 @@ class Mailer:
             now=now,
             secrets=set(secrets_),
             thread=thread,
-            unsubscribe=(unsubscribe.https, unsubscribe.mailto) if unsubscribe is not None else None,
+            unsubscribe=unsubscribe.urls if unsubscribe is not None else None,
         )
         self.queued += 1
         return enqueue(session, to_addr=acc.email, message_id=mid, raw=raw,
@@ -224,7 +224,7 @@ class Mailer:
                     to_addr=acc.email, to_name=acc.handle, from_local=game.name,
                     subject=f"[observer] {notice.subject}", body=Rendered(body.text + "\n\n" + extra, body.html),
                     auto="auto-generated", now=now, thread=thread,
-                    unsubscribe=(stop.https, stop.mailto) if stop is not None else None,
+                    unsubscribe=stop.urls if stop is not None else None,
                 )
                 enqueue(session, to_addr=acc.email, message_id=mid, raw=raw, kind="report", now=now,
                         inbound_id=inbound_id, game_id=game.id)

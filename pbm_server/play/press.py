@@ -498,7 +498,7 @@ class Relay:
             to_addr=to_addr, to_name=to_name, from_local=game.name, from_name=from_name, subject=subject, body=body,
             auto="auto-generated", now=self.now, secrets=rest,
             thread=thread_root(self.settings.domain, game.name, game.id),  # press threads with the game's mail
-            unsubscribe=(stop.https, stop.mailto) if stop is not None else None,
+            unsubscribe=stop.urls if stop is not None else None,
         )
         enqueue(self.s, to_addr=to_addr, message_id=mid, raw=raw, kind=KIND_GM_COPY if gm_copy else KIND_PRESS,
                 now=self.now, inbound_id=self.inbound_id, game_id=game.id)

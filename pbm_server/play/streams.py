@@ -70,10 +70,30 @@ def resume(session: Session, address: str, stream: str | None, game_id: int | No
 
 @dataclass(frozen=True)
 class Unsubscribe:
-    """What goes into one mail's List-Unsubscribe header and its footer line."""
+    """What goes into one mail's List-Unsubscribe header and its footer line.
 
-    https: str
+    ``page`` is the stream's settings page on the HTTP side (PBM_PUBLIC_URL,
+    or http://PBM_HTTP_LISTEN without it): a GET shows one button that stops
+    the stream, a POST of ``List-Unsubscribe=One-Click`` stops it at once.
+    The footer line links it whatever its scheme: a person opens it in a
+    browser.  The header names it only when it is https: RFC 8058 asks for an
+    https URL for one click, and a mailbox provider does not POST to plain
+    http; without one the header holds only the mailto form (a mail to the
+    server that stops the stream by its token, commands/mailsettings.py),
+    and the mail has no List-Unsubscribe-Post."""
+
+    page: str
     mailto: str
+
+    @property
+    def https(self) -> str | None:
+        """The one-click URL of the header, or None (no https public URL)."""
+        return self.page if self.page.startswith("https://") else None
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """List-Unsubscribe's URLs, in the order a provider should try them."""
+        return (self.https, self.mailto) if self.https else (self.mailto,)
 
 
 class LinkMaker:
@@ -100,9 +120,9 @@ class LinkMaker:
         if not self.enabled:
             return None
         link = links.make_with(self.key(), account, f"stop-{stream}", game, now)
-        https = f"{self.base}/unsubscribe/{link.handle}/{link.game}/{stream}?k={link.token}"
+        page = f"{self.base}/unsubscribe/{link.handle}/{link.game}/{stream}?k={link.token}"
         command = quote(f"unsubscribe {link.game} {stream} {link.token}")
-        return Unsubscribe(https, f"mailto:{self.settings.server_address}?subject={command}")
+        return Unsubscribe(page, f"mailto:{self.settings.server_address}?subject={command}")
 
     def own_view(self, account: Account, game: str, now: datetime) -> str | None:
         if not self.enabled:
@@ -117,7 +137,7 @@ def with_links(body: Rendered, stop: Unsubscribe | None, own: str | None, what: 
     if own:
         lines.append(fill(f"Your own view of {game} on the web (keep this link to yourself):", 72) + f"\n{own}")
     if stop is not None:
-        lines.append(fill(f"One click stops these mails ({what} of {game}):", 72) + f"\n{stop.https}")
+        lines.append(fill(f"One click stops these mails ({what} of {game}):", 72) + f"\n{stop.page}")
     if not lines:
         return body
     extra = "\n\n".join(lines)

@@ -2,7 +2,12 @@
 item 4): every mail of a stream carries List-Unsubscribe (https and mailto)
 and List-Unsubscribe-Post; a POST of List-Unsubscribe=One-Click stops that
 stream for that address at once, with no login; the mailto and the mail
-commands do the same; mail that must still go never carries the link."""
+commands do the same; mail that must still go never carries the link.
+
+The one-click tests run with an https PBM_PUBLIC_URL (as behind a reverse
+proxy): without one the header holds only the mailto link (issue 42;
+tests/server/test_list_unsubscribe_bytes.py).  They POST the link's path
+and query to the HTTP side's own port, as the proxy would."""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+
+import pytest
 
 from tests.harness import PbmServer
 
@@ -19,6 +26,23 @@ ANN, BOB, CAT = "ann@example.org", "bob@example.org", "cat@example.org"
 def reports_to(pbm: PbmServer, addr: str) -> list:
     return [m for m in pbm.inbox(addr) if m["From"].addresses[0].username == "ring1"
             and str(m["Subject"]).endswith(" report")]
+
+
+PUBLIC = "https://pbm.example.org"
+
+
+@pytest.fixture
+def pbm_https(pbm_stopped: PbmServer) -> PbmServer:
+    """The server behind https://pbm.example.org (PBM_PUBLIC_URL): its mails' links start with it."""
+    pbm_stopped.env["PBM_PUBLIC_URL"] = PUBLIC
+    pbm_stopped.start()
+    return pbm_stopped
+
+
+def local(pbm: PbmServer, url: str) -> str:
+    """A link to the public address, sent to the HTTP side's own port instead."""
+    assert url.startswith(PUBLIC + "/"), url
+    return f"http://127.0.0.1:{pbm.http_port}" + url.removeprefix(PUBLIC)
 
 
 def post(url: str, body: bytes) -> tuple[int, str]:
@@ -31,22 +55,25 @@ def post(url: str, body: bytes) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
-def test_one_click_stops_a_players_reports_and_nothing_else(pbm: PbmServer):
+def test_one_click_stops_a_players_reports_and_nothing_else(pbm_https: PbmServer):
+    pbm = pbm_https
     pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.settle()
     (report,) = reports_to(pbm, ANN)
     assert report["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-    https, mailto = pbm.unsubscribe_links(report)
-    assert https.startswith(f"http://127.0.0.1:{pbm.http_port}/unsubscribe/ann/ring1/reports?k=")
+    public, mailto = pbm.unsubscribe_links(report)
+    assert public is not None and public.startswith(f"{PUBLIC}/unsubscribe/ann/ring1/reports?k=")
+    assert pbm.stop_link(report) == public  # the footer's link is the same page
+    https = local(pbm, public)
     assert mailto.startswith("mailto:pbm@pbm.test?subject=unsubscribe%20ring1%20reports%20")
     # its HTML part shows the scores as bars a mail program draws (table cells, no SVG, no script)
     html_part = pbm.html(report)
     assert "Scores after this round" in html_part and 'aria-label="ann: 0"' in html_part
     assert "<svg" not in html_part and "<script" not in html_part
     # the report also carries ann's own view, which opens her page
-    own = re.search(r"(http://\S+/me/ann/ring1\?k=\S+)", pbm.text(report)).group(1)
-    with urllib.request.urlopen(own, timeout=20) as resp:
+    own = re.search(r"(https://\S+/me/ann/ring1\?k=\S+)", pbm.text(report)).group(1)
+    with urllib.request.urlopen(local(pbm, own), timeout=20) as resp:
         assert "as ann sees it" in resp.read().decode()
     # mail that must still go carries no link: the reply to her own mail, a confirmation code
     reply = pbm.mail(ANN, "ring1", "GIVE 3 TO bob\n$$ann-pass-1$$")
@@ -96,15 +123,17 @@ def test_the_mailto_link_and_the_mail_commands(pbm: PbmServer):
     assert pbm.sql("SELECT count(*) FROM mail_stops")[0][0] == 0
 
 
-def test_press_stopped_by_one_player_still_reaches_the_others(pbm: PbmServer):
+def test_press_stopped_by_one_player_still_reaches_the_others(pbm_https: PbmServer):
+    pbm = pbm_https
     pbm.game_of_three()
     pbm.run_turn("ring1")
     pbm.mail(ANN, "ring1", "PRESS TO ALL\nhello all\nENDPRESS\n$$ann-pass-1$$")
     pbm.settle()
     press = [m for m in pbm.inbox(BOB) if "press from ann" in str(m["Subject"])]
     assert len(press) == 1 and press[0]["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-    https, _ = pbm.unsubscribe_links(press[0])
-    assert "/unsubscribe/bob/ring1/press?k=" in https
+    public, _ = pbm.unsubscribe_links(press[0])
+    assert public is not None and "/unsubscribe/bob/ring1/press?k=" in public
+    https = local(pbm, public)
     assert post(https, b"List-Unsubscribe=One-Click")[0] == 200
     answer = pbm.flat(pbm.mail(ANN, "ring1", "PRESS TO ALL\nagain\nENDPRESS\n$$ann-pass-1$$"))
     assert "bob stopped press mail of ring1" in answer, answer
