@@ -262,6 +262,21 @@ class Option:
     parse: Callable[[str], Any] = str  # converts the string from the CLI/mail; raises ValueError
 
 
+@dataclass(frozen=True)
+class JoinHint:
+    """How a newcomer takes part in a game as it stands now, for its web
+    pages (:meth:`Rules.join_hint`).  ``line``: the line to mail, as the game
+    accepts it (words in capitals, such as YOURHANDLE, are the player's own;
+    an example is one the game would accept as it stands); None: the game
+    takes no new player now, ``note`` says why.  ``server``: the line goes to
+    pbm@DOMAIN (curio's challenge) instead of the game's address.  ``note``:
+    one short sentence more, or ""."""
+
+    line: str | None
+    note: str = ""
+    server: bool = False
+
+
 @dataclass
 class Mail:
     """One ``apply`` call in progress: the commands of one mail, the Outcome
@@ -536,6 +551,14 @@ class Rules(Generic[MailT]):
         ``summary`` of a game lists it for each turn), highest first; []:
         the game keeps no public score."""
         return []
+
+    def join_hint(self, state: State) -> JoinHint | None:
+        """What a newcomer mails to take part in the game as ``state`` stands
+        (with their $$password$$ in the mail), for the game's web pages; None
+        (the default) or a hint without a line: the game is closed to new
+        players.  A kind says it here, in its own syntax, so no page offers a
+        JOIN the game would refuse."""
+        return None
 
     def order_template(self, state: State, handle: str, last: list[str]) -> list[str] | None:
         """The order lines ``handle`` gets at the end of each turn report, to

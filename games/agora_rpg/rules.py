@@ -29,6 +29,7 @@ from games.base import (
     ALL_PLAYERS,
     Command,
     Context,
+    JoinHint,
     Line,
     Mail,
     Notice,
@@ -324,6 +325,10 @@ class AgoraRules(Rules[AgoraMail]):
 
     def view(self, state: State, viewer: str | None) -> list[Section]:
         return view.sections(load(state))
+
+    def join_hint(self, state: State) -> JoinHint | None:
+        """JOIN at any time: the character starts at the Town Square (engine.join)."""
+        return JoinHint("JOIN", "your character starts at the Town Square; actions take effect when they arrive")
 
     def help_text(self) -> str:
         return rule_book(self.summary, self.options)

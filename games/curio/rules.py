@@ -12,6 +12,7 @@ from games.base import (
     Command,
     Context,
     GameError,
+    JoinHint,
     Line,
     Mail,
     Notice,
@@ -708,6 +709,14 @@ class CurioRules(Rules[CurioMail]):
                 tokens = {f"{left}{piece.own}{piece.other}{right}", f"{left}{piece.other}{piece.own}{right}"}
                 (shown if piece.revealed else hidden).update(tokens)
         return sorted(hidden - shown)
+
+    def join_hint(self, state: State) -> JoinHint | None:
+        """Curio boards are not joined: a challenge to pbm@DOMAIN starts one
+        (handle_challenge), or waits in ``curio open`` for anyone."""
+        return JoinHint("curio challenge YOURHANDLE OPPONENT",
+                        "curio boards are not joined: a challenge starts a board between two registered "
+                        "players (curio challenge YOURHANDLE alone waits in 'curio open' until someone "
+                        "accepts it with 'curio accept N')", server=True)
 
     def help_text(self) -> str:
         return rule_book(self.summary, self.options)

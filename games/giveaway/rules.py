@@ -18,6 +18,7 @@ from games.base import (
     Command,
     Context,
     GameError,
+    JoinHint,
     Line,
     Mail,
     Notice,
@@ -440,6 +441,16 @@ class GiveawayRules(Rules[GiveawayMail]):
         """Each player's score of the last round (the report shows them to all)."""
         rows = [(p.handle, p.score) for p in load(state).players if p.score is not None]
         return sorted(((h, int(n)) for h, n in rows), key=lambda r: (-r[1], r[0].lower()))
+
+    def join_hint(self, state: State) -> JoinHint | None:
+        """JOIN until round 1 is resolved; closed after it (handle_join)."""
+        game = Roster(state, {})
+        if game.over:
+            return JoinHint(None, "the game is over")
+        if game.started:
+            return JoinHint(None, f"round 1 has been played (the game is in round {game.round}): "
+                                  "players join only before round 1 is resolved")
+        return JoinHint("JOIN", "players may join until round 1 is resolved")
 
     def help_text(self) -> str:
         return rule_book(self.summary, self.options)

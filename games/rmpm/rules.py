@@ -14,6 +14,7 @@ from games.base import (
     Command,
     Context,
     GameError,
+    JoinHint,
     Line,
     Mail,
     Notice,
@@ -37,6 +38,32 @@ from games.rmpm.view import FULL_REPORT_PLAYERS, own_reports, report_data, updat
 
 REGISTER_FIRST = NOT_REGISTERED
 JOIN_HINT = "JOIN <abbr> <edge field> <edge field> <alias>, e.g. JOIN bd 01-05 25-10 blue dragon"
+#: the abbreviations and aliases a join example on the web picks from: the first pair free in the game
+EXAMPLE_NAMES = (("bd", "blue dragon"), ("gf", "green falcon"), ("rw", "red wolf"), ("yo", "yellow owl"),
+                 ("sk", "silver kite"), ("pm", "purple moth"), ("tx", "tin fox"), ("cj", "copper jay"))
+#: the start fields a join example prefers (the rule book's), then every other edge field in order
+EXAMPLE_FIELDS = ((1, 5), (25, 10), *((r, c) for r in range(1, 26) for c in range(1, 26)
+                                       if (r in (1, 25) or c in (1, 25)) and (r, c) not in ((1, 5), (25, 10))))
+
+
+def join_example(game: Game) -> str:
+    """A JOIN line ``game`` would accept from a newcomer now (the game's
+    web pages show it); the syntax with its placeholders if every example
+    name is taken or the edge is full."""
+    players = list(game.players.values())
+
+    def free(abbr: str, alias: str) -> bool:
+        return not any(looks_alike(p.abbr, abbr) or (p.alias and looks_alike(p.alias, alias))
+                       for p in players if p.abbr)
+    names = next((pair for pair in EXAMPLE_NAMES if free(*pair)), None)
+    crowd: dict[tuple[int, int], set[str]] = {}
+    for p in players:
+        for f in (p.chips or []) + (p.start or []):
+            crowd.setdefault(f, set()).add(p.handle)
+    fields = [f for f in EXAMPLE_FIELDS if len(crowd.get(f, set()) | set(game.others_on(f, ""))) < 2][:2]
+    if names is None or len(fields) < 2:
+        return "JOIN ABBR F1 F2 ALIAS"
+    return f"JOIN {names[0]} {fmt(fields[0])} {fmt(fields[1])} {names[1]}"
 
 
 def _board_option(text: str) -> str:
@@ -505,6 +532,16 @@ class RmpmRules(Rules[RmpmMail]):
         own = set(orders.get(viewer, [])) if viewer else set()
         others = {line for handle, lines in orders.items() if handle != viewer for line in lines}
         return sorted(others - own)
+
+    def join_hint(self, state: State) -> JoinHint | None:
+        """JOIN ABBR F1 F2 ALIAS at any time, the example one this game
+        would accept as it stands: an abbreviation and an alias no player
+        has (nor one that looks like it), two edge fields with room for
+        another player's chips (counting the pending joins' start fields)."""
+        return JoinHint(join_example(load(state)),
+                        "ABBR: two letters or digits of your own; two start fields on the board's edge (row or "
+                        "column 01 or 25) with chips of at most one other player; ALIAS: your name in the "
+                        "reports. Your chips are placed at the next weekly update")
 
     def help_text(self) -> str:
         return rule_book(self.summary, self.options)

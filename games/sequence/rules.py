@@ -14,6 +14,7 @@ from games.base import (
     Command,
     Context,
     GameError,
+    JoinHint,
     Line,
     Mail,
     Notice,
@@ -472,6 +473,16 @@ class SequenceRules(Rules[SequenceMail]):
         """Plays and pieces are public; the e-mail addresses the pieces came
         from are not."""
         return sorted({p["email"] for handle, p in state["players"].items() if handle != viewer and p["email"]})
+
+    def join_hint(self, state: State) -> JoinHint | None:
+        """JOIN while the game is open and not full (handle_join)."""
+        game = Game.from_state(state)
+        if game.finished:
+            return JoinHint(None, "the game is over")
+        limit = int(game.options.get("max_players") or 0)
+        if limit and game.player_count() >= limit:
+            return JoinHint(None, f"the game is full: it takes at most {limit} players")
+        return JoinHint("JOIN", "the reply brings your ten pieces to play before the deadline")
 
     def help_text(self) -> str:
         return rule_book(self.summary, self.options)
