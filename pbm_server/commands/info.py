@@ -12,6 +12,7 @@ from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.commands.registry import REGISTRY, Audience, ServerContext, command
 from pbm_server.play import streams
+from pbm_server.play.roster import join_offer
 from pbm_server.play.views import history, status
 from pbm_server.store.lookup import account_by_handle, player_count
 from pbm_server.store.models import Account
@@ -39,15 +40,17 @@ def cmd_games(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     rows = []
     for g in games:
         rules = get_rules(g.kind)
+        count = player_count(ctx.session, g)
         rows.append(
             {
+                **join_offer(g, rules, ctx.settings.domain, count),
                 "name": g.name,
                 "kind": g.kind,
                 "title": rules.title,
                 "status": g.status,
                 "turn": g.turn,
                 "turn_name": rules.turn_name,
-                "players": player_count(ctx.session, g),
+                "players": count,
                 "next_deadline": show_time(g.next_deadline, tz) if g.next_deadline else None,
                 "mine": bool(me and plays_in(g, me.handle_key)),
                 "observed": g.id in watched,

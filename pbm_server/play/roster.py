@@ -19,7 +19,19 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
-from games.base import ALL_PLAYERS, Actor, Command, Context, GameError, Line, Notice, Result, Rules, Section
+from games.base import (
+    ALL_PLAYERS,
+    Actor,
+    Command,
+    Context,
+    GameError,
+    JoinHint,
+    Line,
+    Notice,
+    Result,
+    Rules,
+    Section,
+)
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.play.gamestate import save_state
@@ -33,6 +45,28 @@ from pbm_server.store.models import Account, Game, InboundMail, Membership, Orde
 SCORE_NAMES = 20
 #: the longest text ``pbm game info`` takes
 INFO_CHARS = 4000
+
+
+# -- joining -----------------------------------------------------------------------
+def join_offer(game: Game, rules: Rules[Any], domain: str, players: int) -> dict[str, Any]:
+    """How a newcomer takes part, as the game's kind says it
+    (``Rules.join_hint``), for the web pages and the ``games`` mail:
+    ``join_line`` to mail to ``join_address`` with the password, or, when
+    ``join_address`` is None, why the game is closed to new players
+    (``join_note``).  A paused or finished game is closed."""
+    if game.status != "running":
+        why = "the game is paused" if game.status == "paused" else "the game is over"
+        hint: JoinHint | None = JoinHint(None, why)
+    else:
+        hint = rules.join_hint(game.state)
+    if hint is None or hint.line is None:
+        return {"join_address": None, "join_line": None, "join_note": hint.note if hint else ""}
+    note = hint.note
+    if game.seats is not None and players >= game.seats and not hint.server:
+        note = (note + "; " if note else "") + (f"all {game.seats} seats are taken: a join puts you on the "
+                                                "waiting list, and you play when a seat is free")
+    return {"join_address": f"pbm@{domain}" if hint.server else f"{game.name}@{domain}",
+            "join_line": hint.line, "join_note": note}
 
 
 # -- info --------------------------------------------------------------------------

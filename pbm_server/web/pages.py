@@ -18,12 +18,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
-from games.base import JoinHint, Rules
 from games.curio.ratings import START as RATING_START
 from pbm_server.accounts import links
 from pbm_server.base import clock
 from pbm_server.mail.compose import Composer, redact
 from pbm_server.play import views
+from pbm_server.play.roster import join_offer
 from pbm_server.play.seeds import seed_hash
 from pbm_server.store.lookup import account_by_handle
 from pbm_server.store.models import Game, Press, Snapshot
@@ -81,28 +81,8 @@ def _summary(game: Game, domain: str, players: list[str] | None = None) -> dict[
         "turn_name": rules.turn_name,
         "turn": game.turn if rules.has_turns else None,
         "next_deadline": _iso(game.next_deadline) if rules.has_turns else None,
-        **_join(game, rules, domain, len(players)),
+        **join_offer(game, rules, domain, len(players)),
     }
-
-
-def _join(game: Game, rules: Rules[Any], domain: str, players: int) -> dict[str, Any]:
-    """How a newcomer takes part, as the game's kind says it (``Rules.join_hint``):
-    ``join_line`` to mail to ``join_address`` with the password, or, when
-    ``join_address`` is None, why the game is closed to new players
-    (``join_note``)."""
-    if game.status != "running":
-        why = "the game is paused" if game.status == "paused" else "the game is over"
-        hint: JoinHint | None = JoinHint(None, why)
-    else:
-        hint = rules.join_hint(game.state)
-    if hint is None or hint.line is None:
-        return {"join_address": None, "join_line": None, "join_note": hint.note if hint else ""}
-    note = hint.note
-    if game.seats is not None and players >= game.seats and not hint.server:
-        note = (note + "; " if note else "") + (f"all {game.seats} seats are taken: a join puts you on the "
-                                                "waiting list, and you play when a seat is free")
-    return {"join_address": f"pbm@{domain}" if hint.server else f"{game.name}@{domain}",
-            "join_line": hint.line, "join_note": note}
 
 
 def games_index(session: Session, domain: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ what a page says to send is sent, exactly, by real SMTP and accepted."""
 from __future__ import annotations
 
 import html
-import re
 import json
+import re
 import urllib.request
 from collections.abc import Callable
 
@@ -97,6 +97,7 @@ def test_each_kind_says_what_to_send_and_that_is_accepted(pbm: PbmServer):
     # a third player's chips on those start fields would be refused (two players at most): the example moves on
     line, _, _ = offered(pbm, "world", unlike=line)
     assert line.startswith("JOIN rw ") and "01-05" not in line and "25-10" not in line, line
+    cats = line
     reply = pbm.flat(pbm.mail(addr["cat"], "world", f"{line}\n$${PW['cat']}$$"))
     assert "accepted" in reply and "you join as rw (red wolf)" in reply, reply
 
@@ -133,3 +134,11 @@ def test_each_kind_says_what_to_send_and_that_is_accepted(pbm: PbmServer):
     assert (listed["ring1"]["join_address"], listed["ring1"]["join_line"]) == (None, None)
     assert listed["curio"]["join_address"] == "pbm@pbm.test"
     assert json.loads(get(pbm, "/games/world.json"))["join_line"].startswith("JOIN ")
+    # the `games` mail says the same for each game
+    text = pbm.text(pbm.mail(addr["dan"], "pbm", "games"))
+    blocks = {m.group(1): m.group(0) for m in re.finditer(r"^[* ] (\w+)@pbm\.test.*(?:\n {4}.*)*", text, re.M)}
+    assert "closed to new players" in blocks["ring1"] and "to join" not in blocks["ring1"], text
+    assert "to join: curio challenge YOURHANDLE OPPONENT (to pbm@pbm.test)" in blocks["curio"], text
+    line, _, _ = offered(pbm, "world", unlike=cats)
+    assert line.startswith("JOIN yo ") and f"to join: {line}\n" in blocks["world"] + "\n", text
+    assert "to join: JOIN\n" in blocks["four"] + "\n" and "to join: JOIN\n" in blocks["crawl"] + "\n", text
