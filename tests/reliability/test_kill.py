@@ -14,7 +14,9 @@ kills is set aside alone), and between the relay's 250 and the commit of the
 marks (exactly the unmarked replies are sent again, no more).
 
 The default run kills once; the heavy variant (``-m heavy``) five times under a
-longer load.  ``PBM_KILL_SEED`` picks the moments (default 9).
+longer load.  ``PBM_KILL_SEED`` picks the moments (default 9): each kill falls
+when a number of the load's mails is stored, drawn between a third and two
+thirds of the load.
 """
 
 from __future__ import annotations
@@ -44,8 +46,14 @@ def run_kill_loop(pbm, kills: int, count: int, rate: float, seed: int) -> dict:
                     rate=rate, tag=f"kill{seed}")
     load = LoadProcess(spec)
     restarts = 0
-    for _ in range(kills):
-        time.sleep(rng.uniform(0.3, 2.5))
+    # each kill falls once a random number of the load's mails is stored (a
+    # sleep from the start said nothing on a busy machine: the kill could come
+    # before the load process had sent anything, and a slow restart left the
+    # whole load to a server that was down); the first after more than a third
+    for stored_before in sorted(rng.randint(count // 3 + 10, count * 2 // 3) for _ in range(kills)):
+        give_up = time.monotonic() + 120
+        while pbm.sql("SELECT count(*) FROM inbox")[0][0] < stored_before and time.monotonic() < give_up:
+            time.sleep(0.02)
         pbm.stop(kill=True)
         pbm.start()
         restarts += 1
