@@ -246,7 +246,7 @@ def test_readme_first_steps_set_up_the_game_master():
     first = readme.split("## Installing it as a package", 1)[0]
     assert "PBM_GM_ADDRESS=gm@example.org" in first and "pbm account add --gm" in first
     # pyproject adds -q; a second -q hides the closing "N passed" line
-    assert "pytest -q" not in readme and ".venv/bin/python -m pytest\n" in first
+    assert "pytest -q" not in readme and ".venv/bin/python -m pytest -n 2\n" in first
     assert '"--import-mode=importlib -q ' in (ROOT / "pyproject.toml").read_text()
 
 
