@@ -13,9 +13,15 @@ then the text part of every mail the server sent is checked.
 
 from __future__ import annotations
 
+import pytest
+
 from pbm_server.mail.compose import MAX_LINE, is_board_line, is_link_line
 from tests.harness import PbmServer
 from tests.server.weeks import WEEKS, addr
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
 
 
 def test_every_mail_of_a_week_of_each_game_fits_a_terminal(pbm):

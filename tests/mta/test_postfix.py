@@ -45,6 +45,10 @@ import pytest
 
 from tests.harness import ROOT, PbmServer, free_port, wait_until
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 DOMAIN = "games.example.test"
 PLAYERS = "players.example.test"
 GM = f"gm@{PLAYERS}"

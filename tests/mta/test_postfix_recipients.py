@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import smtplib
 
+import pytest
+
 from tests.harness import wait_until
 from tests.mta import test_postfix as mta
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
 
 # the fixtures of test_postfix.py, used here by name
 base = mta.base

@@ -4,7 +4,13 @@ more mail than it got."""
 
 from __future__ import annotations
 
+import pytest
+
 from games import KINDS
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
 
 ALICE_PW = "alice-secret-14"
 

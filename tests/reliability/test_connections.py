@@ -17,6 +17,10 @@ import pytest
 
 from tests.harness import PbmServer
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 
 def idle_session(server: PbmServer, source: str) -> tuple[socket.socket, bytes]:
     """Connect from ``source`` and read the first line the server says."""

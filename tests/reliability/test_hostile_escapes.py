@@ -22,6 +22,10 @@ from pbm_server.web import charts
 from tests.harness import PbmServer, wait_until
 from tests.server.test_web_pages import page, press_players, settled
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 #: the hidden characters a reader must never get raw (pbm_server/base/printable.py)
 HIDDEN = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}
 

@@ -15,6 +15,12 @@ import smtplib
 import time
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 PW = "alice-secret-1"
 
 

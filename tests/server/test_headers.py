@@ -1,5 +1,11 @@
 """What marks the server's mails: replies vs. notices (RFC 3834), threading."""
 
+import pytest
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 
 def test_reply_is_auto_replied_and_a_notice_to_another_player_auto_generated(pbm):
     alice = pbm.register("alice", "alice-pass1")

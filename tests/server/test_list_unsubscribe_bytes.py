@@ -24,6 +24,10 @@ import pytest
 from pbm_server.mail.headers import SMTP_POLICY, UrlListHeader
 from tests.harness import PbmServer
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 ANN, BOB = "ann@example.org", "bob@example.org"
 #: a public address as long as real ones are: the header's line is far beyond 78 characters
 LONG = "https://games.some-long-hostname.example.org/pbm"

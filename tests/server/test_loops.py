@@ -3,6 +3,10 @@
 
 import pytest
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 CASES = [
     ({"Auto-Submitted": "auto-replied"}, None, "Auto-Submitted"),
     ({"Precedence": "bulk"}, None, "Precedence: bulk"),

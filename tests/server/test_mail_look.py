@@ -15,9 +15,15 @@ import re
 from html import unescape
 from pathlib import Path
 
+import pytest
+
 from tests.harness import PbmServer
 from tests.server.browser import WIDTHS
 from tests.server.weeks import WEEKS, addr
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
 
 
 def report(pbm: PbmServer, handle: str, ending: str):

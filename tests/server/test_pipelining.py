@@ -25,6 +25,10 @@ from pbm_server.mail.outbound import Stream, pipelines
 from tests.harness import free_port
 from tests.server.test_relay_faults import PolicySink
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 SENDER, RCPT = "bounces@pbm.test", "player@example.org"
 
 

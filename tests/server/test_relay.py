@@ -18,6 +18,10 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from tests.harness import PbmServer, free_port, wait_until
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 USER, PASSWORD = "pbm-relay", "s3cret-relay-pw"
 
 

@@ -19,6 +19,10 @@ from aiosmtpd.controller import Controller
 from tests.harness import PbmServer, SinkHandler, wait_until
 from tests.server.test_relay import SubmissionRelay, start_pbm
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 STARTTLS_FIRST = "530 5.7.0 Must issue a STARTTLS command first"
 NOT_FQDN = "504 5.5.2 <pbm.test>: Helo command rejected: need fully-qualified hostname"
 

@@ -19,6 +19,10 @@ import trustme
 
 from tests.harness import ROOT, PbmServer, free_port
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 
 #: the site part, as docs/operations.md shows it (the test fills in its own paths and ports)

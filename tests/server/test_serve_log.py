@@ -1,4 +1,9 @@
 """What `pbm serve` says when it starts: the listen address only where it listens."""
+import pytest
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
 
 
 def start_line(pbm) -> str:

@@ -21,6 +21,10 @@ import pytest
 from tests.harness import PbmServer
 from tests.server.weeks import PW, WEEKS, addr, players, send
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 DOMAIN = "pbm.test"
 
 

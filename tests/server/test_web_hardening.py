@@ -23,6 +23,10 @@ import pytest
 from pbm_server.base.durations import plain_number
 from tests.harness import PbmServer, wait_until
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 ANN, DAN = "ann@example.org", "dan@example.org"
 ON_SQLITE = not os.environ.get("PBM_TEST_DATABASE_URL")
 
