@@ -44,6 +44,7 @@ def seats(session: Session, game: Game) -> list[ReadySeat]:
 def _ask(session: Session, mailer: Mailer, game: Game, handle: str, minutes: int, now: datetime) -> None:
     """``handle`` asked to confirm their seat by ``now`` + the window."""
     due = now + timedelta(minutes=minutes)
+    votesettings.touch(game, now)
     session.add(ReadySeat(game_id=game.id, handle_key=handle.lower(), handle=handle, asked_at=now, due_at=due))
     domain = mailer.composer.settings.domain
     mailer.send_notices(session, game, get_rules(game.kind), [Notice(
@@ -103,6 +104,7 @@ def after_change(session: Session, mailer: Mailer, game: Game, now: datetime) ->
     for key, seat in held.items():
         if key not in keys:
             session.delete(seat)
+            votesettings.touch(game, now)
     for h in players:
         if h.lower() not in held:
             _ask(session, mailer, game, h, row.ready_minutes, now)
@@ -125,6 +127,7 @@ def confirm(session: Session, mailer: Mailer, game: Game, handle: str, now: date
     if seat.ready_at is not None:
         return f"you were ready already (since {show_time(seat.ready_at)}); {_waiting_for(session, game)}"
     seat.ready_at = now
+    votesettings.touch(game, now)
     audit(session, now, seat.handle, "ready", game.name, game)
     session.flush()
     if _maybe_start(session, mailer, game, now):
@@ -148,6 +151,7 @@ def _maybe_start(session: Session, mailer: Mailer, game: Game, now: datetime) ->
         return False
     row = votesettings.kept(session, game)
     row.ready_phase = "done"
+    votesettings.touch(game, now)
     if game.deadline:
         set_deadline(game, game.deadline, now)
     ready = [s.handle for s in held if s.ready_at is not None]

@@ -169,6 +169,7 @@ def propose(session: Session, mailer: Mailer, game: Game, handle: str, kind: str
                 opened_at=now, closes_at=closes, ballots={who: "yes"}, status="open")
     session.add(vote)
     session.flush()
+    votesettings.touch(game, now)
     audit(session, now, who, "vote", f"{game.name}: {who} proposes to {_what(vote, rules.turn_name)}", game)
     voters = _voters(session, game, vote, now)
     need = needed(vote.rule, len(voters))
@@ -203,6 +204,7 @@ def ballot(session: Session, mailer: Mailer, game: Game, handle: str, yes: bool,
     answer = "yes" if yes else "no"
     was = vote.ballots.get(who)
     vote.ballots = {**vote.ballots, who: answer}
+    votesettings.touch(game, now)
     audit(session, now, who, "vote", f"{game.name}: {who} votes {answer}", game)
     decided = _decide(session, mailer, game, vote, now)
     said = (f"your vote is now {answer} (it was {was})" if was and was != answer else f"you vote {answer}")
@@ -260,6 +262,7 @@ def _close(session: Session, mailer: Mailer, game: Game, vote: Vote, status: str
     """The vote decided ``status``: done, and every player told who voted how."""
     rules = get_rules(game.kind)
     vote.status, vote.decided_at, vote.outcome = status, now, why
+    votesettings.touch(game, now)
     players = _players(game)
     away = {h.lower() for h in absent_handles(session, players, now)}
     lines = []

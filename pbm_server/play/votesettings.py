@@ -8,7 +8,7 @@ first needed; a game without a row has the defaults.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -125,3 +125,10 @@ def note_pause(session: Session, game: Game, by: str | None, now: datetime, unti
     row.paused_by = by
     row.paused_at = now if by else None
     row.paused_until = until
+
+
+def touch(game: Game, now: datetime) -> None:
+    """A vote or the ready check changed what the game's pages show: their
+    stamp (web/pages.py game_stamp) moves on, even on a clock standing still."""
+    before = game.updated_at
+    game.updated_at = now if before is None or now > before else before + timedelta(microseconds=1)
