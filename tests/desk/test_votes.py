@@ -4,7 +4,9 @@ cap refuses a third extension in one turn, and every refusal changes nothing."""
 
 from __future__ import annotations
 
-from tests.desk.conftest import PLAYERS, Table
+import threading
+
+from tests.desk.conftest import PLAYERS, PW, Table
 
 
 def _deadline(pbm, game: str = "g1") -> str:
@@ -63,3 +65,38 @@ def test_extension_votes_pass_fail_and_hit_the_cap(table_stopped: Table):
     t.gm("game set g1 votes=off")
     text = t.player("alice", "g1", "vote pause 1d")
     assert "REFUSED" in text and "votes are off in g1" in text, text
+    # curio boards have no turns: a vote there is refused, saying why
+    pbm.new_game("curio", "c1")
+    text = " ".join(t.player("alice", "c1", "vote extend 24h").split())
+    assert "REFUSED" in text and "Curio has no turns or deadlines, so there is nothing to extend or pause" in text, text
+    # help names the commands
+    helptext = " ".join(t.player("alice", "pbm", "help").split())
+    assert "vote extend DURATION" in helptext and "vote yes | vote no" in helptext and "confirm your seat" in helptext
+
+
+def test_a_vote_is_decided_once_by_a_redelivered_ballot_and_racing_schedulers(table_stopped: Table):
+    """The short variant of tests/reliability/test_vote_kill.py (heavy): the
+    settling ballot delivered twice, and the close of a vote whose time is up
+    tried by four schedulers at once, each decide it once."""
+    t = table_stopped.setup()
+    pbm = t.pbm
+    t.player("alice", "g1", "vote extend 24h")
+    ballot = pbm.build("bob@example.org", "g1", f"vote yes\n$${PW}$$")
+    pbm.send_message(ballot)
+    pbm.send_message(ballot)  # the same mail again (a confused MTA): same Message-ID
+    pbm.settle()
+    t.player("carol", "g1", "vote extend 12h")
+    pbm.set_clock("2026-11-20T10:00:01+00:00")  # its 24 hours are up
+    scheduler = pbm.server.scheduler
+    racers = [threading.Thread(target=scheduler.run_people) for _ in range(3)]
+    for r in racers:
+        r.start()
+    for r in racers:
+        r.join()
+    pbm.settle()
+    assert [s for (s,) in pbm.sql("SELECT status FROM votes ORDER BY id")] == ["passed", "failed"]
+    for p in PLAYERS:
+        assert len(t.wait_mails(p, "the vote to extend the deadline of round 1 by 1d passed")) == 1, p
+        assert len(t.wait_mails(p, "the vote to extend the deadline of round 1 by 12h failed")) == 1, p
+    assert _deadline(pbm).startswith("2026-11-22 03:00")
+    assert pbm.sql("SELECT count(*) FROM audit_log WHERE action IN ('vote passed', 'vote failed')")[0][0] == 2
