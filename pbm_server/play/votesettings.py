@@ -89,7 +89,7 @@ def apply(session: Session, game: Game, parsed: dict[str, object]) -> None:
         row.max_pause_minutes = int(str(mine["max_pause"]))
     if "ready" in mine:
         ready = mine["ready"]
-        if ready is not None and row.ready_phase is not None:
+        if row.ready_phase is not None:
             raise ServerRefused(f"the ready check of {game.name} has "
                                 + ("begun" if row.ready_phase == "open" else "been done") + "; its window stays")
         row.ready_minutes = None if ready is None else int(str(ready))
