@@ -12,6 +12,9 @@ from pbm_server.base.errors import ServerRefused
 from pbm_server.commands.registry import Audience, ServerContext, command
 from pbm_server.play import readycheck, votes
 
+#: a vote's own words: a line to pbm@ that starts with one lacks the game's name
+_WORDS = ("yes", "no", "extend", "pause", "end", "draw")
+
 
 @command(
     "vote", Audience.PLAYER,
@@ -21,8 +24,8 @@ from pbm_server.play import readycheck, votes
     ("vote NAME ...", "the same, mailed to pbm@ with the game's name"),
 )
 def cmd_vote(ctx: ServerContext, line: Line, words: list[str]) -> Result:
-    if len(words) < 3:
-        raise ServerRefused(votes.USAGE + ", sent to the game's address")
+    if len(words) < 3 or words[1].lower() in _WORDS:
+        raise ServerRefused(votes.USAGE + ", sent to the game's address (to pbm@: vote NAME yes, with the game's name)")
     acc = ctx.player()
     game = ctx.game(words[1])
     what = words[2].lower()
