@@ -119,12 +119,11 @@ def propose(session: Session, mailer: Mailer, game: Game, handle: str, kind: str
             now: datetime) -> str:
     """``vote extend|pause DURATION`` (and ``vote end``, always refused) from ``handle``."""
     rules = get_rules(game.kind)
+    row = _refuse_unless_votes(session, game)  # curio boards, votes=off
     if kind == "end":
-        _refuse_unless_votes(session, game) if rules.has_turns else None
         raise ServerRefused(f"{rules.title} has no draw or agreed end in its rules, so there is no vote to end "
                             f"{game.name}: it ends by its own rules ('help {game.kind}'), or the game master ends "
                             "it; nothing was done")
-    row = _refuse_unless_votes(session, game)
     _lock_game(session, game)
     who = _player(game, handle)
     if game.status != "running":
