@@ -13,6 +13,7 @@ from games.base import Line, Result
 from pbm_server.base.errors import ServerRefused, undone
 from pbm_server.base.localtime import show_time
 from pbm_server.commands.registry import Audience, ServerContext, command
+from pbm_server.play import readycheck
 from pbm_server.play.gmdesk import (
     add_player,
     change_deadline,
@@ -29,7 +30,7 @@ from pbm_server.play.turns import rollback, rollback_said, run_turn, why_not_don
 
 GAME_USAGE = (
     "expected one of: game new KIND NAME [KEY=VALUE ...] [deadline EXPR]; game set NAME KEY=VALUE ...; "
-    "game deadline NAME EXPR|none; game pause NAME; game resume NAME; game add NAME HANDLE [JOIN LINE]; "
+    "game deadline NAME EXPR|none; game pause NAME; game resume NAME; game start NAME; game add NAME HANDLE [JOIN LINE]; "
     "game remove NAME HANDLE"
 )
 
@@ -38,9 +39,11 @@ GAME_USAGE = (
     "game", Audience.GM,
     ("game new KIND NAME [KEY=VALUE ...] [deadline EXPR]", ""),
     ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off", ""),
+    ("game set NAME votes=majority|two-thirds|unanimous|off max_extensions=2 max_pause=14d ready=48h|off", ""),
     ("game deadline NAME EXPR|none", ""),
     ("game pause NAME", ""),
     ("game resume NAME", ""),
+    ("game start NAME", "begin the ready check (ready=48h) now"),
     ("game add NAME HANDLE [LINE]", ""),
     ("game remove NAME HANDLE", ""),
 )
@@ -67,7 +70,7 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
             note = first_deadline_note(g, ctx.now, f"game deadline {g.name} EXPR")
         return Result(line, True, f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; "
                                   f"{desk_summary(g)}" + (f". NOTE: {note}" if note else ""))
-    if sub in ("set", "deadline", "pause", "resume", "add", "remove", "kick"):
+    if sub in ("set", "deadline", "pause", "resume", "start", "add", "remove", "kick"):
         if len(words) < 3:
             raise ServerRefused(GAME_USAGE)
         with undone(ctx.session):
@@ -98,6 +101,8 @@ def _game_op(ctx: ServerContext, sub: str, words: list[str]) -> str:
         return pause(ctx.session, ctx.outbox(), g, ctx.now, actor)
     if sub == "resume":
         return resume(ctx.session, ctx.outbox(), g, ctx.now, actor)
+    if sub == "start":
+        return readycheck.gm_start(ctx.session, ctx.outbox(), g, ctx.now, actor)
     if len(words) < 4:
         raise ServerRefused(f"expected: game {sub} NAME HANDLE")
     if sub == "add":

@@ -34,6 +34,7 @@ from pbm_server.pipeline import postmaster
 from pbm_server.pipeline.authenticate import Sender, Vouched
 from pbm_server.pipeline.classify import AbuseReport, Bounce, CommandText, Dropped, MailKind, ToPostmaster
 from pbm_server.pipeline.route import NewGameOf, Routed, ToGame
+from pbm_server.play import readycheck
 from pbm_server.play.creation import create_game
 from pbm_server.play.moves import apply_commands
 from pbm_server.play.notices import Mailer, NoticeBudget
@@ -366,6 +367,7 @@ class Executor:
         self.mailer.send_notices(s, game, rules, outcome.notices, now, inbound_id=row.id, secrets_=work.secrets,
                                  budget=budget)
         fill_seats(s, self.mailer, game, now)  # seats freed go to the waiting list (roster.py)
+        readycheck.after_change(s, self.mailer, game, now)  # the last seat taken: the ready check begins
         withheld = budget.note() if budget is not None else None
         if withheld:
             reply.notes.append(withheld)

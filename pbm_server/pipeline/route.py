@@ -86,6 +86,9 @@ def route(s: Session, local: str, text: CommandText, actor: Actor) -> Routed:
 #: pbm@ commands every game address answers as well: ``help`` with the
 #: game's rule book, ``status`` with the sender's state in that game
 AT_EVERY_GAME = ("help", "status")
+#: pbm@ commands about one game that its address takes without the game's
+#: name: ``vote extend 24h`` there is ``vote NAME extend 24h`` (commands/votes.py)
+OF_THE_GAME = ("vote", "ready")
 
 
 def _server_lines_at_game(routed: Routed) -> None:
@@ -104,6 +107,9 @@ def _server_lines_at_game(routed: Routed) -> None:
             routed.server_lines.append(Line(cmd.line.number, f"help {routed.game_kind}" if bare else cmd.line.text))
         elif first == "status":
             routed.server_lines.append(Line(cmd.line.number, f"status {name}" if len(words) == 1 else cmd.line.text))
+        elif first in OF_THE_GAME:
+            named = len(words) > 1 and words[1].lower() == name.lower()
+            routed.server_lines.append(cmd.line if named else Line(cmd.line.number, " ".join([first, name, *words[1:]])))
         else:
             routed.misdirected.append(cmd.line)
     routed.commands = kept
@@ -148,6 +154,6 @@ def _to_game(s: Session, local: str, text: CommandText) -> Routed:
     if text.subject is not None:
         tried = get_rules(kind).parse([text.subject])
         first = text.subject.text.split()[0].lower()
-        if (tried and all(c.ok for c in tried)) or first in AT_EVERY_GAME:
+        if (tried and all(c.ok for c in tried)) or first in AT_EVERY_GAME + OF_THE_GAME:
             lines = [text.subject] + lines
     return Routed(ToGame(name), game_lines=lines, game_kind=kind, press_game=name, check=check)

@@ -19,7 +19,7 @@ from games.base import ALL_PLAYERS, Actor, Context, Line, Notice, Outcome
 from pbm_server.base.durations import parse_duration, plain_number, show_duration
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
-from pbm_server.play import roster
+from pbm_server.play import readycheck, roster, votesettings
 from pbm_server.play.creation import create_game
 from pbm_server.play.gamestate import set_deadline
 from pbm_server.play.moves import apply_commands
@@ -82,13 +82,15 @@ def _parse_pair(game: Game, key: str, value: str) -> tuple[str, object]:
         return k, press
     if k == "seats":
         return k, parse_seats(value)
+    if k in votesettings.KEYS:  # votes and the ready check (votesettings.py)
+        return k, votesettings.parse(k, value)
     if k in {o.name for o in get_rules(game.kind).options}:
         raise ServerRefused(
             f"{key} is an option of the {game.kind} game, fixed when the game was created; "
             f"here you can set {DESK_USAGE}, "
             f"or use the game's own GM commands (do {game.name} LINE)"
         )
-    raise ServerRefused(f"unknown setting {key!r}: expected {DESK_USAGE}")
+    raise ServerRefused(f"unknown setting {key!r}: expected {DESK_USAGE}, {votesettings.USAGE}")
 
 
 #: setting -> the Game attribute it sets as it is read (deadline and early are set apart)
@@ -111,8 +113,10 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
     for key, attribute in _PLAIN.items():
         if key in parsed:
             setattr(game, attribute, parsed[key])
+    votesettings.apply(session, game, parsed)
     audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in pairs.items()), game)
-    return f"{game.name}: {desk_summary(game)}"
+    return f"{game.name}: {desk_summary(game)}" + (votesettings.summary(session, game)
+                                                    if any(k in votesettings.KEYS for k in parsed) else "")
 
 
 def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
@@ -121,6 +125,8 @@ def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[st
     message = set_options(session, game, pairs, now, actor)
     if any(k.lower() == "seats" for k in pairs):
         roster.fill_seats(session, mailer, game, now)  # more seats: the waiting list moves up
+    if any(k.lower() in ("seats", "ready") for k in pairs):
+        readycheck.after_change(session, mailer, game, now)  # every seat taken: the ready check begins
     said = []
     for key in pairs:
         k = key.lower()
@@ -139,6 +145,8 @@ def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[st
             said.append("from now on PRESS TO ALL is public: anyone can read it on the game's web page (press to "
                         "single players stays private)" if game.public_press else
                         "from now on PRESS TO ALL goes to the players only, not to the game's web page")
+        elif k in votesettings.KEYS:
+            said.append(votesettings.said(session, game, k) or k)
     tell_players(session, mailer, game, f"{game.name}: the game master changed its settings",
                  f"The game master has changed the settings of {game.name}: " + "; ".join(said) + ".", now)
     return message
@@ -149,8 +157,8 @@ def new_game(session: Session, kind: str, name: str, pairs: dict[str, str], dead
     ``game new``): ``early``, ``grace`` and ``remind`` among ``pairs`` are the
     server's settings (as in :func:`set_options`), the others the game's own
     options.  All or nothing, in the caller's transaction."""
-    desk = {k: v for k, v in pairs.items() if k.lower() in DESK_KEYS}
-    options = {k: v for k, v in pairs.items() if k.lower() not in DESK_KEYS}
+    desk = {k: v for k, v in pairs.items() if k.lower() in DESK_KEYS + votesettings.KEYS}
+    options = {k: v for k, v in pairs.items() if k.lower() not in DESK_KEYS + votesettings.KEYS}
     game = create_game(session, kind, name, options, deadline, now, actor=actor)
     if desk:
         set_options(session, game, desk, now, actor)
@@ -184,17 +192,22 @@ def change_deadline(session: Session, mailer: Mailer, game: Game, expr: str, now
     return message
 
 
-def pause(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
+def pause(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str,
+          vote: tuple[datetime, str] | None = None) -> str:
+    """``vote``: paused by the players' vote (votes.py), until when, and what
+    they are told; else by the game master."""
     if game.status != "running":
         raise ServerRefused(f"{game.name} is {game.status}, not running")
     game.status = "paused"
+    votesettings.note_pause(session, game, "vote" if vote else "gm", now, vote[0] if vote else None)
     audit(session, now, actor, "game pause", game.name, game)
-    tell_players(session, mailer, game, f"{game.name} is paused",
+    tell_players(session, mailer, game, f"{game.name} is paused", vote[1] if vote else
                  f"The game master has paused {game.name}: no turn runs and no orders are taken until it is resumed.", now)
     return f"{game.name} is paused"
 
 
-def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str) -> str:
+def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: str, said: str | None = None) -> str:
+    """``said``: what the players are told (a vote's pause ending), else that the GM resumed it."""
     if game.status != "paused":
         raise ServerRefused(f"{game.name} is {game.status}, not paused")
     game.status = "running"
@@ -205,8 +218,9 @@ def resume(session: Session, mailer: Mailer, game: Game, now: datetime, actor: s
         set_deadline(game, game.deadline, now)
         if kept is not None and kept > now and game.next_deadline is not None and game.next_deadline < kept:
             set_deadline(game, game.deadline, kept - timedelta(microseconds=1))
+    votesettings.note_pause(session, game, None, now)
     audit(session, now, actor, "game resume", game.name, game)
-    tell_players(session, mailer, game, f"{game.name} is running again", f"The game master has resumed {game.name}.", now)
+    tell_players(session, mailer, game, f"{game.name} is running again", said or f"The game master has resumed {game.name}.", now)
     return f"{game.name} is running again; next deadline {show_time(game.next_deadline)}"
 
 
@@ -248,6 +262,7 @@ def add_player(session: Session, mailer: Mailer, game: Game, handle: str, join_l
     line = join_line or "JOIN"
     outcome = _as_player(session, mailer, game, handle, line, now)
     audit(session, now, actor, "game add", f"{game.name}: {handle} with {line!r}", game)
+    readycheck.after_change(session, mailer, game, now)
     result = outcome.results[0].message
     _announce(session, mailer, game, handle,
               (f"{game.name}: the game master added you",

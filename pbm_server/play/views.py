@@ -12,6 +12,7 @@ from games.base import Section
 from pbm_server.base.durations import show_duration
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
+from pbm_server.play import readycheck, votes
 from pbm_server.play.seeds import seed_hash
 from pbm_server.store.models import Account, Game, Order, Snapshot, TurnReport
 
@@ -110,6 +111,7 @@ def status(session: Session, game: Game, viewer: Account | None) -> list[Section
         if game.early:
             info.append("The turn runs early once every player has sent orders.")
         info.append(f"SHA-256 of the seed of {rules.turn_name} {game.turn}:\n  {seed_hash(game.turn_seed)}")
+        info.extend(votes.shown(session, game, tz) + readycheck.shown(session, game, tz))
     handle = None
     if viewer is not None:
         players = {h.lower(): h for h in rules.players(game.state)}

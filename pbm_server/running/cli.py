@@ -729,6 +729,16 @@ def game_resume(env: Env, name: str) -> None:
     click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.resume(s, m, g, now, "cli")))
 
 
+@game.command("start")
+@click.argument("name")
+@pass_env
+def game_start(env: Env, name: str) -> None:
+    """Begin a game's ready check (ready=DURATION) now, with the players seated."""
+    from pbm_server.play import readycheck
+
+    click.echo(_desk(env, name, lambda s, g, m, now: readycheck.gm_start(s, m, g, now, "cli")))
+
+
 @game.command("private")
 @click.argument("name")
 @click.option("--public", "public", is_flag=True, help="make its pages public again")

@@ -44,6 +44,7 @@ from pbm_server.base import clock
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.base.settings import Settings
+from pbm_server.play import readycheck, votes
 from pbm_server.play.moves import tick
 from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.turns import run_turn, why_not_done
@@ -333,6 +334,16 @@ class Scheduler:
         audit(s, now, "scheduler", "reminders", f"{game.name} {rules.turn_name} {game.turn}: " + (", ".join(owing) or "nobody owes orders"), game)
         return sent
 
+    def run_people(self) -> int:
+        """Players' votes whose time is up closed, pauses by vote ended, and
+        ready checks' seats past their window handed on (play/votes.py,
+        play/readycheck.py): each game in its own transaction, under its key."""
+        now = clock.now()
+        with self.db.read() as s:
+            voting, ready = votes.due_games(s, now), readycheck.due_games(s, now)
+        n = self._each_game("votes", voting, lambda s, g: votes.due_work(s, self.mailer, g, clock.now()))
+        return n + self._each_game("ready", ready, lambda s, g: readycheck.due_work(s, self.mailer, g, clock.now()))
+
     def run_ticks(self) -> int:
         with self.db.read() as s:
             running = s.execute(select(Game.id, Game.kind).where(Game.status == "running").order_by(Game.id)).all()
@@ -350,8 +361,10 @@ class Scheduler:
         # one look at the running games for both steps, unless a turn ran
         # (it moved its game's deadline): a pass every half second over
         # thousands of games costs the back end's CPU
+        # votes first: one that closes at a deadline is decided before that turn runs
+        n = self.run_people()
         overview = self._overview(clock.now())
-        n = self.run_due(overview)
+        n += self.run_due(overview)
         n += self.run_reminders(overview if n == 0 else None)
         if time.monotonic() - self._last_tick >= self.settings.tick_seconds:
             self._last_tick = time.monotonic()

@@ -606,3 +606,68 @@ def store_whole(game: Game, state: dict[str, Any]) -> None:
     if session is not None and game.id is not None:
         session.execute(delete(StateEntry).where(StateEntry.game_id == game.id))
     remember_state(game, state)
+
+
+class VoteSettings(Base):
+    """A turn-based game's rules for votes and its ready check, and who paused
+    it (pbm_server/play/votes.py, readycheck.py).  No row: the defaults."""
+
+    __tablename__ = "vote_settings"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    #: majority | two-thirds | unanimous | off
+    rule: Mapped[str] = mapped_column(String(16), default="two-thirds")
+    #: extensions that may pass in one turn
+    max_extensions: Mapped[int] = mapped_column(Integer, default=2)
+    #: pause the players may vote for in one calendar year (UTC)
+    max_pause_minutes: Mapped[int] = mapped_column(Integer, default=14 * 24 * 60)
+    #: the ready check's window (None: no ready check)
+    ready_minutes: Mapped[int | None] = mapped_column(Integer)
+    #: None (not started) | open | done
+    ready_phase: Mapped[str | None] = mapped_column(String(8))
+    #: who paused the game: "gm" (game pause) or "vote"; when; until when (a vote's pause)
+    paused_by: Mapped[str | None] = mapped_column(String(8))
+    paused_at: Mapped[datetime | None]
+    paused_until: Mapped[datetime | None] = mapped_column(index=True)
+
+
+class Vote(Base):
+    """A players' vote to extend a turn's deadline or pause a game."""
+
+    __tablename__ = "votes"
+    __table_args__ = (Index("ix_votes_status_closes", "status", "closes_at"),
+                      Index("ix_votes_game_status", "game_id", "status"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    #: extend | pause
+    kind: Mapped[str] = mapped_column(String(8))
+    minutes: Mapped[int] = mapped_column(Integer)
+    #: the turn open when it was proposed
+    turn: Mapped[int] = mapped_column(Integer)
+    proposer: Mapped[str] = mapped_column(String(32))
+    #: the game's rule when it was proposed (majority | two-thirds | unanimous)
+    rule: Mapped[str] = mapped_column(String(16))
+    opened_at: Mapped[datetime]
+    closes_at: Mapped[datetime]
+    #: handle -> "yes" | "no"
+    ballots: Mapped[dict[str, str]] = mapped_column(JSON)
+    #: open | passed | failed | void
+    status: Mapped[str] = mapped_column(String(8), default="open")
+    decided_at: Mapped[datetime | None]
+    outcome: Mapped[str | None] = mapped_column(Text)
+
+
+class ReadySeat(Base):
+    """A seat of a game's ready check: whose, by when it must be confirmed,
+    and when it was."""
+
+    __tablename__ = "ready_seats"
+    __table_args__ = (Index("ix_ready_seats_due", "ready_at", "due_at"),)
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    handle_key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    handle: Mapped[str] = mapped_column(String(32))
+    asked_at: Mapped[datetime]
+    due_at: Mapped[datetime]
+    ready_at: Mapped[datetime | None]

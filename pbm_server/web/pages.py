@@ -22,7 +22,7 @@ from games.curio.ratings import START as RATING_START
 from pbm_server.accounts import links
 from pbm_server.base import clock
 from pbm_server.mail.compose import Composer, redact
-from pbm_server.play import views
+from pbm_server.play import readycheck, views, votes
 from pbm_server.play.roster import join_offer
 from pbm_server.play.seeds import seed_hash
 from pbm_server.store.lookup import account_by_handle
@@ -144,6 +144,8 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
         "turns": _turns(session, game) if rules.has_turns else [],
         "open_turn_seed_sha256": seed_hash(game.turn_seed) if rules.has_turns else None,
         "deadline_rule": game.deadline,
+        # votes under way, who paused the game, who is ready (play/votes.py, readycheck.py)
+        "people": votes.shown(session, game) + readycheck.shown(session, game),
     })
     return data
 
