@@ -194,6 +194,7 @@ def main(verbose: bool) -> None:
 def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     """Run the listener, worker, outbound delivery and scheduler."""
     from pbm_server.running.httpside import CannotListen
+    from pbm_server.running.mailbox import MailboxRefused
     from pbm_server.running.server import PARTS, Server
 
     logging.getLogger().setLevel(logging.INFO)
@@ -210,6 +211,8 @@ def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     try:
         Server(settings, tuple(p for p in PARTS if p not in without)).serve_forever()
     except CannotListen as exc:
+        fail(str(exc), EX_USAGE)
+    except MailboxRefused as exc:
         fail(str(exc), EX_USAGE)
     except OSError as exc:
         fail(f"PBM_LISTEN: cannot listen on {settings.listen}: {exc.strerror or exc}", EX_USAGE)
@@ -1125,6 +1128,11 @@ def _status_lines(st: QueueStatus, now: datetime) -> list[str]:
     if r.last_fault_at is not None:
         state = "FAILING NOW, mail is kept" if r.failing else "over, mail has gone out since"
         lines.append(f"relay last fault {_ago(now, r.last_fault_at)}, {state}: {r.last_fault}")
+    if st.mailbox is not None:
+        m = st.mailbox
+        lines.append(f"mailbox {m.mailbox}: last read {_ago(now, m.last_read_at)}")
+        if m.fault_since is not None:
+            lines.append(f"mailbox FAILING since {_ago(now, m.fault_since)}, mail waits there: {m.fault}")
     lines += [f"shunted inbox {p.id} from {p.address}: {p.error}; retry: pbm mail retry {p.id}" for p in st.shunted]
     lines += [f"failed outbox {p.id} to {p.address} after {p.attempts} attempt(s): {p.error}; "
               f"retry: pbm mail retry --outbox {p.id}" for p in st.failed]

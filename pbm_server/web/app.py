@@ -39,7 +39,7 @@ from pbm_server.base.durations import plain_number
 from pbm_server.base.printable import xml_chars
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import TEMPLATE_PACKAGE, Composer
-from pbm_server.mail.queues import waiting
+from pbm_server.mail.queues import mailbox_state, waiting
 from pbm_server.play import streams
 from pbm_server.store.db import Database
 from pbm_server.store.lookup import audit
@@ -260,10 +260,18 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         try:
             with db.read() as s:
                 w = waiting(s)
+                box = mailbox_state(s)
         except Exception as exc:  # the database is down, locked or gone: say so (its kind only), do not crash
             log.warning("/healthz: the database does not answer: %s", " ".join(str(exc).split())[:500])
             return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, status_code=503)
         now = clock.now()
+        # the IMAP mailbox (PBM_IMAP_URL): when it was last read, whether it fails now (never its address)
+        mailbox = {} if box is None else {
+            "mailbox_last_read_at": box.last_read_at.isoformat() if box.last_read_at else None,
+            "mailbox_last_read_seconds": round((now - box.last_read_at).total_seconds(), 3)
+            if box.last_read_at else None,
+            "mailbox_failing": box.fault_since is not None,
+        }
         return JSONResponse({
             "status": "ok",
             "inbox_waiting": w.inbox_new,
@@ -274,6 +282,7 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
             if w.oldest_pending_at else 0,
             "outbox_failed": w.outbox_failed,
             "inbox_shunted": w.inbox_shunted,
+            **mailbox,
         })
 
     def metrics_page(request: Request) -> Response:
