@@ -67,6 +67,8 @@ COMMAND_TIMEOUT = 60.0
 READ_MARK_EVERY = 10.0
 
 _RESPONSE_CODE = re.compile(r"\[([A-Z-]+)")
+#: response codes of a refused login that say the server, not the password, is at fault (RFC 5530)
+TEMPORARY_CODES = frozenset({"UNAVAILABLE", "SERVERBUG", "LIMIT", "INUSE", "OVERQUOTA"})
 
 
 class MailboxRefused(Exception):
@@ -224,6 +226,9 @@ class MailboxReader:
             raise
         except imaplib.IMAP4.error as exc:
             conn.shutdown()
+            code = _RESPONSE_CODE.search(_one_line(exc))
+            if code is not None and code.group(1) in TEMPORARY_CODES:
+                raise  # the server's own trouble (RFC 5530): tried again, not a wrong password
             raise MailboxRefused(f"PBM_IMAP_URL: {self.host} refused the login of {self.user!r} with the password "
                                  f"in PBM_IMAP_PASSWORD_FILE: {_one_line(exc)}") from exc
         typ, data = conn.capability()  # what the server offers after the login (MOVE, UIDPLUS, IDLE)
@@ -273,6 +278,8 @@ class MailboxReader:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        else:
+            self._drop(logout=True)  # the connection check() made
 
     def run(self) -> None:
         pause = 1.0

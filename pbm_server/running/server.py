@@ -388,6 +388,11 @@ class Server:
             self.http = HttpSide(self.db, self.settings, self.http_sock)
 
     def start(self) -> None:
+        if settings_have_mailbox(self.settings) and "listener" in self.local_parts:
+            # a refused login stops the start here, before anything else started
+            # (MailboxRefused: the CLI says it in one line and exits 2)
+            self.mailbox = MailboxReader(self.db, self.settings, self.composer, on_mail=self.outbound.wake.set)
+            self.mailbox.check()
         self._open_http()
         wake_fd = os.environ.pop(ENV_WAKE_FD, None)
         parent = os.environ.pop(ENV_PARENT, None)
@@ -398,10 +403,6 @@ class Server:
             elif self.settings.backend_nice:
                 os.nice(self.settings.backend_nice)
             threading.Thread(target=self._watch_parent, args=(int(parent),), name="parent-watch", daemon=True).start()
-        if settings_have_mailbox(self.settings) and "listener" in self.local_parts:
-            # a refused login stops the start here (MailboxRefused: one line, exit 2)
-            self.mailbox = MailboxReader(self.db, self.settings, self.composer, on_mail=self.outbound.wake.set)
-            self.mailbox.check()
         self.db.upgrade()
         self._start_threads()
         if wake_fd:
