@@ -320,7 +320,9 @@ class Settings:
         "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; 'sigkill:SUBJECT': "
         "a mail whose Subject is SUBJECT kills its back end (SIGKILL) when its handling starts; "
         "'sigkill-before-commit:SUBJECT': when it has been handled, before its commit; 'sigkill-after-relay:N': "
-        "delivery kills its back end once N replies were accepted by the relay and not yet marked sent; empty: off"
+        "delivery kills its back end once N replies were accepted by the relay and not yet marked sent; "
+        "'sigkill-after-mailbox-commit:N': the mailbox reader kills `pbm serve` once N mails of the mailbox are "
+        "committed and not yet moved; empty: off"
     )
     auth_max_failures: int = _setting(
         5, "failed password checks for one account, or from one sender address, within the window before "

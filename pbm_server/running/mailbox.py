@@ -32,8 +32,10 @@ from __future__ import annotations
 import email.utils
 import imaplib
 import logging
+import os
 import re
 import select as selectors_
+import signal
 import socket
 import ssl
 import threading
@@ -67,6 +69,8 @@ COMMAND_TIMEOUT = 60.0
 READ_MARK_EVERY = 10.0
 
 _RESPONSE_CODE = re.compile(r"\[([A-Z-]+)")
+#: PBM_FAILPOINT: SIGKILL between a commit of mailbox mail and its move (see MailboxReader._failpoint)
+FAILPOINT_KILL_AFTER_COMMIT = "sigkill-after-mailbox-commit:"
 #: response codes of a refused login that say the server, not the password, is at fault (RFC 5530)
 TEMPORARY_CODES = frozenset({"UNAVAILABLE", "SERVERBUG", "LIMIT", "INUSE", "OVERQUOTA"})
 
@@ -193,6 +197,7 @@ class MailboxReader:
         #: tests: False makes the reader COPY, flag and expunge as on a server without MOVE
         self.use_move = True
         self.stored = 0  # mails stored so far (benchmarks)
+        self._stored_here = 0  # for the failpoint
         self.moved = 0
 
     # -- connection ---------------------------------------------------------------------
@@ -332,6 +337,7 @@ class MailboxReader:
             if ids and self.on_commit is not None:
                 self.on_commit(len(ids))
             mine = [f.uid for f in fetched if f.rcpts]
+            self._failpoint(len(ids))
             if mine:
                 self._move(conn, mine)
             self.stored += len(mine) - again
@@ -348,6 +354,25 @@ class MailboxReader:
                 _mark(s, self.where, clock.now())
             self._marked = time.monotonic()
         return handled
+
+    def _failpoint(self, stored: int) -> None:
+        """Rehearsals: with PBM_FAILPOINT ``sigkill-after-mailbox-commit:N`` the
+        process kills itself (SIGKILL) once N mails of the mailbox are
+        committed and not yet moved -- the moment the UIDs kept with the rows
+        are for.  Once: a file ``failpoint-fired`` beside PBM_MAILDIR records it."""
+        failpoint = self.settings.failpoint
+        if not failpoint.startswith(FAILPOINT_KILL_AFTER_COMMIT) or not stored:
+            return
+        self._stored_here += stored
+        wanted = failpoint[len(FAILPOINT_KILL_AFTER_COMMIT):]
+        if self._stored_here < (int(wanted) if wanted.isdigit() else 1):
+            return
+        fired = os.path.join(os.path.dirname(os.path.abspath(self.settings.maildir)), "failpoint-fired")
+        try:
+            os.close(os.open(fired, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def _fetch(self, conn: imaplib.IMAP4, uids: list[int]) -> list[Fetched]:
         typ, data = conn.uid("FETCH", ",".join(map(str, uids)), "(UID RFC822.SIZE BODY.PEEK[])")
@@ -398,6 +423,8 @@ class MailboxReader:
         tag: bytes = conn._new_tag()  # imaplib has no IDLE before 3.14: its tag and lines by hand
         conn.send(tag + b" IDLE\r\n")
         line = conn.readline()
+        if not line or line.startswith(b"* BYE"):
+            raise imaplib.IMAP4.abort(f"the server said {line.strip().decode('ascii', 'replace') or 'nothing'}")
         if not line.startswith(b"+"):
             raise imaplib.IMAP4.error(f"IDLE refused: {line!r}")
         sock = conn.socket()

@@ -39,7 +39,7 @@ def _users() -> tuple[str, str, str]:
 
 CONFIG = """\
 protocols = imap
-listen = 127.0.0.1
+listen = {address}
 base_dir = {dir}/run
 state_dir = {dir}/state
 instance_name = pbmtest-{port}
@@ -47,6 +47,7 @@ log_path = {dir}/dovecot.log
 ssl = no
 disable_plaintext_auth = no
 auth_mechanisms = plain login
+auth_failure_delay = 0
 first_valid_uid = 1
 default_internal_user = {internal}
 default_internal_group = {internal}
@@ -63,7 +64,7 @@ userdb {{
 service imap-login {{
   chroot =
   inet_listener imap {{
-    address = 127.0.0.1
+    address = {address}
     port = {port}
   }}
   inet_listener imaps {{
@@ -82,14 +83,15 @@ service stats {{
 
 
 class Dovecot:
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, address: str = "127.0.0.1"):
         # a directory Dovecot's own users can read (pytest's tmp_path is the tester's alone)
         self.dir = Path(tempfile.mkdtemp(prefix="pbm-dovecot-"))
         self.dir.chmod(0o755)
         self.port = free_port()
+        self.address = address
         internal, login, mail = _users()
         (self.dir / "dovecot.conf").write_text(CONFIG.format(dir=self.dir, port=self.port, internal=internal,
-                                                             login=login, mail=mail))
+                                                             login=login, mail=mail, address=address))
         (self.dir / "passwd").write_text(f"{USER}:{{PLAIN}}{PASSWORD}\n")
         (self.dir / "passwd").chmod(0o644)
         (self.dir / "mail").mkdir(exist_ok=True)
@@ -101,30 +103,43 @@ class Dovecot:
 
     @property
     def url(self) -> str:
-        return f"imap://{USER}@127.0.0.1:{self.port}/INBOX"
+        return f"imap://{USER}@{self.address}:{self.port}/INBOX"
 
     def start(self) -> Dovecot:
+        # a session of its own: stop() ends the master and every IMAP process it started
         self.proc = subprocess.Popen([DOVECOT, "-F", "-c", str(self.dir / "dovecot.conf")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("dovecot exited:\n" + self.log())
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                with socket.create_connection((self.address, self.port), timeout=0.5):
                     return self
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("dovecot did not listen:\n" + self.log())
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        """The server goes away: the master and its IMAP processes (whose
+        connections close: a client in IDLE is told BYE or sees the end)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # its IMAP processes, which outlive the master for a while
+                try:
+                    os.killpg(self.proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
         self.proc = None
 
     def remove(self) -> None:
@@ -137,7 +152,7 @@ class Dovecot:
 
     # -- as a provider's delivery and as the account's owner -------------------------
     def connect(self) -> imaplib.IMAP4:
-        conn = imaplib.IMAP4("127.0.0.1", self.port, timeout=30)
+        conn = imaplib.IMAP4(self.address, self.port, timeout=30)
         conn.login(USER, PASSWORD)
         return conn
 
