@@ -537,11 +537,12 @@ def load(env: dict[str, str] | None = None) -> Loaded:
     values, sources = _checked(raw, config, problems)
     if bool(values.get("relay_user")) != bool(values.get("relay_password_file")):
         problems.append("PBM_RELAY_USER and PBM_RELAY_PASSWORD_FILE: give both (SMTP AUTH) or neither")
-    mailbox = [bool(values.get(n)) for n in ("imap_url", "imap_password_file", "mailbox_address")]
+    # given at all (a bad value has its own problem already)
+    mailbox = [bool(raw.get(n, ("",))[0]) for n in ("imap_url", "imap_password_file", "mailbox_address")]
     if any(mailbox) and not all(mailbox):
         problems.append("PBM_IMAP_URL, PBM_IMAP_PASSWORD_FILE and PBM_MAILBOX_ADDRESS: give all three (the mailbox, "
                         "its password and its address) or none")
-    elif all(mailbox):
+    elif all(mailbox) and values.get("mailbox_address"):
         dom = str(values["mailbox_address"]).rpartition("@")[2].lower()
         if str(values.get("domain", _FIELDS["domain"].default)).lower() == dom:
             problems.append(f"PBM_DOMAIN: {dom!r} is the mailbox's domain; with PBM_MAILBOX_ADDRESS it is the "

@@ -474,7 +474,11 @@ class Composer:
         if self._ours is None:
             self._ours = re.compile(r"(?<![\w.+-])([A-Za-z0-9][\w.+-]*)@" + re.escape(self.settings.domain)
                                     + r"(?![\w-]|\.[A-Za-z0-9])", re.IGNORECASE)
-        return self._ours.sub(lambda m: self.settings.address(m.group(1).lower()), text)
+        def ours(m: re.Match[str]) -> str:
+            local = m.group(1)  # as written: a placeholder NAME stays NAME
+            return self.settings.address(local.lower() if local.lower() in ("pbm", "postmaster") else local)
+
+        return self._ours.sub(ours, text)
 
     # -- rendering ------------------------------------------------------------
     def _render(self, name: str, data: dict[str, Any]) -> str:
