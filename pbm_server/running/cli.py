@@ -504,7 +504,7 @@ def game_new(env: Env, kind: str, name: str, options: tuple[str, ...], deadline:
             g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli")
         except ServerRefused as exc:
             fail(str(exc))
-        click.echo(f"{g.kind} game {g.name} created: players mail {g.name}@{env.settings.domain}"
+        click.echo(f"{g.kind} game {g.name} created: players mail {env.settings.address(g.name)}"
                    + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else "")
                    + f"; early={'on' if g.early else 'off'} grace={show_duration(g.grace_minutes)} remind={show_duration(g.remind_minutes)}")
         note = gmdesk.first_deadline_note(g, now, f"--deadline EXPR, or later: pbm game deadline {g.name} EXPR")

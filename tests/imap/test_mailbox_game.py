@@ -50,11 +50,21 @@ def test_a_whole_game_through_the_mailbox(pbm_mailbox: PbmServer, dovecot: Dovec
     wait_until(lambda: pbm.sql("SELECT status FROM outbox WHERE message_id = :m",
                                m=orders["Message-ID"])[0][0] == "bounced", what="the reply marked bounced")
 
+    # a mail From one of the mailbox's own addresses is a loop: dropped, never answered
+    loop_id = players.send("games+ring1@mail.test", "pbm", "help", subject="looped")
+    wait_until(lambda: pbm.sql("SELECT count(*) FROM inbox WHERE status = 'dropped' AND note LIKE '%loop%'")[0][0]
+               == 1, what="the looped mail dropped")
+    # the game's page gives the addresses players write to
+    with urllib.request.urlopen(f"http://127.0.0.1:{pbm.http_port}/games/ring1", timeout=10) as r:
+        page = r.read().decode()
+    assert "games@mail.test" in page and "@pbm.test" not in page
+
     pbm.settle()
+    assert not pbm.replies_to(loop_id)
     # ours went to pbm-done, each once; the stranger's mail is still in INBOX
     assert dovecot.subjects("INBOX") == ["not ours"]
     stored = pbm.sql("SELECT count(*), count(DISTINCT imap_uid) FROM inbox WHERE imap_uid IS NOT NULL")[0]
-    assert stored[0] == stored[1] == dovecot.count("pbm-done") == 11
+    assert stored[0] == stored[1] == dovecot.count("pbm-done") == 12
     status = pbm.cli("mail", "status").stdout
     assert re.search(r"mailbox imap://127\.0\.0\.1:\d+/INBOX: last read 20", status), status
     with urllib.request.urlopen(f"http://127.0.0.1:{pbm.http_port}/healthz", timeout=10) as r:
