@@ -44,7 +44,7 @@ base_dir = {dir}/run
 state_dir = {dir}/state
 instance_name = pbmtest-{port}
 log_path = {dir}/dovecot.log
-ssl = no
+{ssl}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
@@ -68,7 +68,8 @@ service imap-login {{
     port = {port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = {address}
+    port = {tls_port}
   }}
 }}
 service anvil {{
@@ -83,15 +84,31 @@ service stats {{
 
 
 class Dovecot:
-    def __init__(self, tmp: Path, address: str = "127.0.0.1"):
+    def __init__(self, tmp: Path, address: str = "127.0.0.1", tls: bool = False):
         # a directory Dovecot's own users can read (pytest's tmp_path is the tester's alone)
         self.dir = Path(tempfile.mkdtemp(prefix="pbm-dovecot-"))
         self.dir.chmod(0o755)
         self.port = free_port()
         self.address = address
         internal, login, mail = _users()
+        #: with ``tls``: a certificate for localhost from a CA of its own (trustme), imaps on
+        #: tls_port and STARTTLS on port; ``ca_file`` is that CA
+        self.tls_port = free_port() if tls else 0
+        self.ca_file: Path | None = None
+        ssl = "ssl = no"
+        if tls:
+            import trustme
+
+            ca = trustme.CA()
+            leaf = ca.issue_cert("localhost", "127.0.0.1")
+            leaf.cert_chain_pems[0].write_to_path(str(self.dir / "cert.pem"))
+            leaf.private_key_pem.write_to_path(str(self.dir / "key.pem"))
+            self.ca_file = tmp / "imap-ca.pem"
+            ca.cert_pem.write_to_path(str(self.ca_file))
+            ssl = f"ssl = yes\nssl_cert = <{self.dir}/cert.pem\nssl_key = <{self.dir}/key.pem"
         (self.dir / "dovecot.conf").write_text(CONFIG.format(dir=self.dir, port=self.port, internal=internal,
-                                                             login=login, mail=mail, address=address))
+                                                             login=login, mail=mail, address=address, ssl=ssl,
+                                                             tls_port=self.tls_port))
         (self.dir / "passwd").write_text(f"{USER}:{{PLAIN}}{PASSWORD}\n")
         (self.dir / "passwd").chmod(0o644)
         (self.dir / "mail").mkdir(exist_ok=True)

@@ -60,3 +60,4 @@ def test_a_wrong_password_or_plain_imap_beyond_loopback_stop_serve_with_one_line
         assert len(lines) == 1 and "offers no STARTTLS" in lines[0] and "imaps://" in lines[0], done.stderr
     finally:
         pbm.close()
+
