@@ -92,8 +92,9 @@ class Fetched:
 def recipients(settings: Settings, raw: bytes) -> tuple[str, list[str]]:
     """(envelope sender, our recipients as LOCAL@PBM_DOMAIN) of a mail as the
     mailbox holds it: the recipients from the delivery's own headers
-    (Delivered-To, X-Original-To) when one of them is ours, else from To and
-    Cc; the sender from Return-Path, else From."""
+    (Delivered-To, X-Original-To) when one of them is a plus address of ours,
+    else those of To and Cc that are ours, else the bare address if the
+    delivery's headers name it (a Bcc); the sender from Return-Path, else From."""
     head = BytesHeaderParser(policy=compat32).parsebytes(raw, headersonly=True)
 
     def ours(names: tuple[str, ...]) -> list[str]:
@@ -105,7 +106,12 @@ def recipients(settings: Settings, raw: bytes) -> tuple[str, list[str]]:
                 found.append(inner)
         return found
 
-    rcpts = ours(("Delivered-To", "X-Original-To", "X-Delivered-To", "Envelope-To")) or ours(("To", "Cc"))
+    delivered = ours(("Delivered-To", "X-Original-To", "X-Delivered-To", "Envelope-To"))
+    written = ours(("To", "Cc"))
+    bare = f"pbm@{settings.domain.lower()}"
+    # the delivery's own header names the plus address: it is the envelope's; a delivery
+    # that wrote only the bare mailbox (some do, whatever the +tag) says less than To and Cc
+    rcpts = delivered if any(r != bare for r in delivered) else (written or delivered)
     return_path = head.get_all("Return-Path")
     if return_path:
         sender = email.utils.parseaddr(str(return_path[0]))[1]

@@ -65,6 +65,11 @@ def test_which_mails_in_the_mailbox_are_ours():
     bounce = (b"Return-Path: <>\r\nDelivered-To: gm.games+b-7-0123456789ab@example.org\r\n"
               b"From: MAILER-DAEMON@relay.example\r\nSubject: Undelivered\r\n\r\nbody\r\n")
     assert recipients(BOX, bounce) == ("", ["bounces+7-0123456789ab@pbm.test"])
+    bare = (b"Delivered-To: gm.games@example.org\r\nFrom: ann@example.net\r\n"
+            b"To: gm.games+ring1@example.org\r\nSubject: x\r\n\r\nbody\r\n")
+    assert recipients(BOX, bare)[1] == ["ring1@pbm.test"]  # a delivery that drops the +tag in Delivered-To
+    bcc = b"Delivered-To: gm.games@example.org\r\nFrom: ann@example.net\r\nTo: x@example.net\r\n\r\nbody\r\n"
+    assert recipients(BOX, bcc)[1] == ["pbm@pbm.test"]
     foreign = b"From: ann@example.net\r\nTo: gm.games.other@example.org\r\nSubject: x\r\n\r\nbody\r\n"
     assert recipients(BOX, foreign)[1] == []
 
