@@ -5,22 +5,31 @@ to a host that is not this machine's loopback when it offers no STARTTLS.
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
 
 import pytest
 
-from tests.harness import PbmServer
+from tests.harness import _sqlite_template, free_port
 from tests.imap.conftest import mailbox_env
 from tests.imap.dovecot import Dovecot
 
-pytestmark = pytest.mark.process
+# subprocesses of their own, on a SQLite file of their own whatever the pass (the start is refused
+# before the database matters): the SQLite pass runs them
+pytestmark = [pytest.mark.process, pytest.mark.nodb]
 
 
-def serve(pbm: PbmServer, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pbm_server.running.cli", "serve"], env={**pbm.env, **env},
-                          cwd=pbm.tmp, capture_output=True, text=True, timeout=120)
+def serve(tmp_path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`pbm serve` on a SQLite file of its own, migrated (a copy of the session's template)."""
+    if not (tmp_path / "pbm.db").exists():
+        shutil.copyfile(_sqlite_template(), tmp_path / "pbm.db")
+    base = dict(os.environ, PBM_DATABASE_URL=f"sqlite:///{tmp_path}/pbm.db", PBM_LISTEN=f"127.0.0.1:{free_port()}",
+                PBM_HTTP_LISTEN=f"127.0.0.1:{free_port()}", PBM_MAILDIR=str(tmp_path / "maildir"))
+    return subprocess.run([sys.executable, "-m", "pbm_server.running.cli", "serve"], env={**base, **env},
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
 
 def _own_address() -> str | None:
@@ -37,27 +46,23 @@ def _own_address() -> str | None:
 def test_a_wrong_password_or_plain_imap_beyond_loopback_stop_serve_with_one_line(tmp_path, dovecot: Dovecot):
     wrong = tmp_path / "wrong-password"
     wrong.write_text("not-the-password\n")
-    pbm = PbmServer(tmp_path, extra_env=mailbox_env(dovecot), process=True)
-    try:
-        done = serve(pbm, PBM_IMAP_PASSWORD_FILE=str(wrong))
-        assert done.returncode == 2, done
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1, done.stderr
-        assert "refused the login of 'games'" in lines[0] and "PBM_IMAP_PASSWORD_FILE" in lines[0]
-        assert "not-the-password" not in done.stderr + done.stdout
+    done = serve(tmp_path, **{**mailbox_env(dovecot), "PBM_IMAP_PASSWORD_FILE": str(wrong)})
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "refused the login of 'games'" in lines[0] and "PBM_IMAP_PASSWORD_FILE" in lines[0]
+    assert "not-the-password" not in done.stderr + done.stdout
 
-        address = _own_address()
-        if address is None:
-            pytest.skip("no address of this machine that is not loopback")
-        (tmp_path / "lan").mkdir()
-        box = Dovecot(tmp_path / "lan", address=address).start()  # ssl = no: it offers no STARTTLS
-        try:
-            done = serve(pbm, **mailbox_env(box))
-        finally:
-            box.remove()
-        assert done.returncode == 2, done
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and "offers no STARTTLS" in lines[0] and "imaps://" in lines[0], done.stderr
+    address = _own_address()
+    if address is None:
+        pytest.skip("no address of this machine that is not loopback")
+    (tmp_path / "lan").mkdir()
+    box = Dovecot(tmp_path / "lan", address=address).start()  # ssl = no: it offers no STARTTLS
+    try:
+        done = serve(tmp_path, **mailbox_env(box))
     finally:
-        pbm.close()
+        box.remove()
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "offers no STARTTLS" in lines[0] and "imaps://" in lines[0], done.stderr
 
