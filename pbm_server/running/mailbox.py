@@ -242,12 +242,22 @@ class MailboxReader:
                 raise  # the server's own trouble (RFC 5530): tried again, not a wrong password
             raise MailboxRefused(f"PBM_IMAP_URL: {self.host} refused the login of {self.user!r} with the password "
                                  f"in PBM_IMAP_PASSWORD_FILE: {_one_line(exc)}") from exc
+        try:
+            return self._open(conn)
+        except BaseException:
+            try:
+                conn.shutdown()
+            except Exception:
+                pass
+            raise
+
+    def _open(self, conn: imaplib.IMAP4) -> imaplib.IMAP4:
+        """The logged-in ``conn`` with the mailbox selected and the done mailbox there."""
         typ, data = conn.capability()  # what the server offers after the login (MOVE, UIDPLUS, IDLE)
         if typ == "OK" and data and data[-1]:
             conn.capabilities = tuple(data[-1].decode("ascii", "replace").upper().split())
         typ, data = conn.select(_quoted(self.mailbox))
         if typ != "OK":
-            conn.logout()
             raise MailboxRefused(f"PBM_IMAP_URL: there is no mailbox {self.mailbox!r} at {self.host}: "
                                  f"{_one_line(imaplib.IMAP4.error(data[0] if data else b''))}")
         self._ensure_done_mailbox(conn)
@@ -276,9 +286,8 @@ class MailboxReader:
             self._conn = self._connect()
         except MailboxRefused:
             raise
-        except (OSError, imaplib.IMAP4.error, EOFError) as exc:
-            log.warning("%s; the server starts and keeps trying", _fault_text(exc, self.where))
-            self._conn = None
+        except (OSError, imaplib.IMAP4.error, EOFError):
+            self._conn = None  # the reader's first try says why (once: MailboxReader._fault)
 
     # -- the loop -----------------------------------------------------------------------
     def start(self) -> None:
@@ -299,9 +308,9 @@ class MailboxReader:
                 if self._conn is None:
                     self._conn = self._connect()
                 self._works_again()
-                pause = 1.0
                 while not self._stopping.is_set():
                     self.read_once(self._conn)
+                    pause = 1.0  # the back-off starts afresh only once the mailbox was read
                     self._wait(self._conn)
             except MailboxRefused as exc:
                 self._fault(str(exc))

@@ -89,3 +89,22 @@ def test_dovecot_restarted_mid_burst_loses_nothing_and_tells_the_gm_once(pbm_mai
     assert len(notices) == 1, [str(m["Subject"]) for m in notices]
     status = pbm.cli("mail", "status").stdout
     assert "FAILING" not in status and "last read" in status
+
+
+def test_without_move_only_our_mails_are_expunged(pbm_mailbox: PbmServer, dovecot: Dovecot, players: Players):
+    """On a server without MOVE the reader copies, flags and expunges by UID
+    (UIDPLUS): a stranger's mail someone else flagged \\Deleted stays."""
+    pbm = pbm_mailbox
+    assert pbm.server is not None and pbm.server.mailbox is not None
+    pbm.server.mailbox.use_move = False
+    dovecot.append(pbm.build("x@else.example", "someone@else.example", "hi", "not ours").as_bytes())
+    conn = dovecot.connect()
+    try:
+        conn.select("INBOX")
+        conn.store("1", "+FLAGS", r"(\Deleted)")  # flagged by another client, not expunged
+    finally:
+        conn.logout()
+    ids = burst(players, 3)
+    wait_until(lambda: all(pbm.replies_to(m) for m in ids), what="a reply to every mail")
+    wait_until(lambda: dovecot.count("pbm-done") == 3, what="our mails in pbm-done")
+    assert dovecot.subjects("INBOX") == ["not ours"]
