@@ -147,6 +147,67 @@ def _log_format(value: str) -> str | None:
     return None if value in ("text", "json") else "expected text or json"
 
 
+# -- the mailbox instead of an MX (issue 43): PBM_IMAP_URL and its company -----------------------
+
+_IMAP_URL = re.compile(
+    r"^(imaps?)://([^@/\s]+)@(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/([^\s]+)$")
+
+
+def parse_imap_url(value: str) -> tuple[str, str, str, int, str] | None:
+    """(scheme, user, host, port, mailbox) of PBM_IMAP_URL, or None when it
+    is not of the form ``imaps://USER@HOST[:PORT]/MAILBOX``; the user and
+    the mailbox are percent-decoded (an address as user: ``gm%40example.org``)."""
+    from urllib.parse import unquote
+
+    m = _IMAP_URL.match(value)
+    if m is None:
+        return None
+    scheme, user, host, port, mailbox = m.groups()
+    number = int(port) if port else (993 if scheme == "imaps" else 143)
+    if not 1 <= number <= 65535:
+        return None
+    return scheme, unquote(user), host.strip("[]"), number, unquote(mailbox)
+
+
+def is_loopback_host(host: str) -> bool:
+    """A host that names this machine only: localhost, 127.0.0.0/8, ::1."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost.localdomain") or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _imap_url(value: str) -> str | None:
+    if value == "":
+        return None
+    parsed = parse_imap_url(value)
+    if parsed is None:
+        return ("expected imaps://USER@HOST[:PORT]/MAILBOX (TLS from the start, port 993), or imap://... "
+                "(STARTTLS required, port 143), e.g. imaps://gm.games%40example.org@imap.example.org/INBOX")
+    return None  # imap:// to a host not on loopback: STARTTLS is required when connecting
+
+
+def _mailbox_name(value: str) -> str | None:
+    return None if value.strip() and not any(c in value for c in "\r\n\"%*") else \
+        "expected a mailbox name such as pbm-done (no quotes, %, * or line breaks)"
+
+
+def _bare_address(value: str) -> str | None:
+    if value == "":
+        return None
+    if _address(value) or "+" in value.rpartition("@")[0]:
+        return "expected the mailbox's own address without a +tag, such as gm.games@example.org"
+    return None
+
+
+#: the local part of a return path (mail/bounces.py PREFIX), and its plus tag in the mailbox
+BOUNCE_PREFIX = "bounces+"
+MAILBOX_BOUNCE_PREFIX = "b-"
+
 CPU_POLICIES = ("batch", "normal")
 
 
@@ -259,7 +320,9 @@ class Settings:
         "", "rehearsal aid: a mail whose Subject is exactly this fails inside its transaction; 'sigkill:SUBJECT': "
         "a mail whose Subject is SUBJECT kills its back end (SIGKILL) when its handling starts; "
         "'sigkill-before-commit:SUBJECT': when it has been handled, before its commit; 'sigkill-after-relay:N': "
-        "delivery kills its back end once N replies were accepted by the relay and not yet marked sent; empty: off"
+        "delivery kills its back end once N replies were accepted by the relay and not yet marked sent; "
+        "'sigkill-after-mailbox-commit:N': the mailbox reader kills `pbm serve` once N mails of the mailbox are "
+        "committed and not yet moved; empty: off"
     )
     auth_max_failures: int = _setting(
         5, "failed password checks for one account, or from one sender address, within the window before "
@@ -302,6 +365,22 @@ class Settings:
     outbound_claim_seconds: float = _setting(
         300.0, "how long a server's claim on an outbox row holds (a server that died frees its rows after this)",
         _positive)
+    imap_url: str = _setting(
+        "", "read mail from this mailbox instead of (or beside) the SMTP listener: imaps://USER@HOST[:PORT]/MAILBOX, "
+        "or imap://... with STARTTLS (plain imap:// only to a loopback host); the certificate is verified; "
+        "empty: no mailbox", _imap_url)
+    imap_password_file: str = _setting(
+        "", "file holding the password (an app password) for PBM_IMAP_URL's user (first line; never shown)",
+        _readable_file, secret=True)
+    mailbox_address: str = _setting(
+        "", "the mailbox's own address (gm.games@example.org): account commands there, game NAME at "
+        "gm.games+NAME@example.org, postmaster at gm.games+postmaster@..., return paths gm.games+b-TAG@...; "
+        "replies come From those addresses", _bare_address)
+    imap_done_mailbox: str = _setting(
+        "pbm-done", "where mail of ours is moved once stored (created if missing)", _mailbox_name)
+    imap_poll_seconds: float = _setting(
+        30.0, "how often the mailbox is looked at where the IMAP server offers no IDLE (with IDLE: how often "
+        "IDLE is renewed)", _positive)
     sqlite_max_page_count: int = _setting(
         0, "fault injection in tests: cap the SQLite file at this many pages (a real 'disk full'); 0: no cap",
         _not_negative)
@@ -339,7 +418,38 @@ class Settings:
 
     @property
     def server_address(self) -> str:
-        return f"pbm@{self.domain}"
+        return self.address("pbm")
+
+    def address(self, local: str) -> str:
+        """The address of our ``local`` part as the world sees it: ``LOCAL@PBM_DOMAIN``,
+        or with PBM_MAILBOX_ADDRESS a plus address of the mailbox (``pbm`` is the
+        bare address, a return path ``bounces+TAG`` is ``+b-TAG``)."""
+        if not self.mailbox_address:
+            return f"{local}@{self.domain}"
+        box, _, dom = self.mailbox_address.rpartition("@")
+        if local == "pbm":
+            return self.mailbox_address
+        if local.startswith(BOUNCE_PREFIX):
+            local = MAILBOX_BOUNCE_PREFIX + local[len(BOUNCE_PREFIX):]
+        return f"{box}+{local}@{dom}"
+
+    def internal_address(self, address: str) -> str | None:
+        """The inverse of :meth:`address` for the mailbox: ``LOCAL@PBM_DOMAIN``
+        of a (plus) address of the mailbox, None for any other address."""
+        if not self.mailbox_address:
+            return None
+        box, _, dom = self.mailbox_address.lower().rpartition("@")
+        local, _, domain = address.strip().lower().rpartition("@")
+        if domain != dom:
+            return None
+        if local == box:
+            return f"pbm@{self.domain.lower()}"
+        head, plus, tag = local.partition("+")
+        if not plus or head != box or not tag:
+            return None
+        if re.fullmatch(MAILBOX_BOUNCE_PREFIX + r"\d{1,18}-[0-9a-f]+", tag):
+            tag = BOUNCE_PREFIX + tag[len(MAILBOX_BOUNCE_PREFIX):]
+        return f"{tag}@{self.domain.lower()}"
 
 
 class SettingsError(Exception):
@@ -427,6 +537,17 @@ def load(env: dict[str, str] | None = None) -> Loaded:
     values, sources = _checked(raw, config, problems)
     if bool(values.get("relay_user")) != bool(values.get("relay_password_file")):
         problems.append("PBM_RELAY_USER and PBM_RELAY_PASSWORD_FILE: give both (SMTP AUTH) or neither")
+    # given at all (a bad value has its own problem already)
+    mailbox = [bool(raw.get(n, ("",))[0]) for n in ("imap_url", "imap_password_file", "mailbox_address")]
+    if any(mailbox) and not all(mailbox):
+        problems.append("PBM_IMAP_URL, PBM_IMAP_PASSWORD_FILE and PBM_MAILBOX_ADDRESS: give all three (the mailbox, "
+                        "its password and its address) or none")
+    elif all(mailbox) and values.get("mailbox_address"):
+        dom = str(values["mailbox_address"]).rpartition("@")[2].lower()
+        if str(values.get("domain", _FIELDS["domain"].default)).lower() == dom:
+            problems.append(f"PBM_DOMAIN: {dom!r} is the mailbox's domain; with PBM_MAILBOX_ADDRESS it is the "
+                            "server's inner name, never seen by players: leave it unset (pbm.localhost) or use "
+                            "a name that is not a mail domain")
     domain = str(values.get("domain", _FIELDS["domain"].default))
     if values.get("relay") and not values.get("relay_ehlo_name") and _ehlo_name(domain):
         warnings.append(f"PBM_RELAY_EHLO_NAME is empty, so the relay is greeted with PBM_DOMAIN {domain!r}, which is "

@@ -462,6 +462,23 @@ class Composer:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.env = make_environment()
+        self._ours: re.Pattern[str] | None = None
+
+    def public(self, text: str) -> str:
+        """``text`` with our addresses as the world sees them: with
+        PBM_MAILBOX_ADDRESS every ``LOCAL@PBM_DOMAIN`` (the server's inner
+        name, which the templates and notices write) becomes the mailbox's
+        plus address (Settings.address); without it, ``text`` as it is."""
+        if not self.settings.mailbox_address:
+            return text
+        if self._ours is None:
+            self._ours = re.compile(r"(?<![\w.+-])([A-Za-z0-9][\w.+-]*)@" + re.escape(self.settings.domain)
+                                    + r"(?![\w-]|\.[A-Za-z0-9])", re.IGNORECASE)
+        def ours(m: re.Match[str]) -> str:
+            local = m.group(1)  # as written: a placeholder NAME stays NAME
+            return self.settings.address(local.lower() if local.lower() in ("pbm", "postmaster") else local)
+
+        return self._ours.sub(ours, text)
 
     # -- rendering ------------------------------------------------------------
     def _render(self, name: str, data: dict[str, Any]) -> str:
@@ -601,12 +618,13 @@ class Composer:
         domain = self.settings.domain
         greeting = f"Hello {to_name}," if to_name else "Hello,"
         server = self.settings.server_address
-        layout = {"greeting": greeting, "domain": domain, "server": server, "footer": footer(domain, server)}
-        plain = redact(body.text, set(secrets))
+        shown = self.settings.mailbox_address.rpartition("@")[2] or domain  # the mailbox's domain, if any
+        layout = {"greeting": greeting, "domain": shown, "server": server, "footer": footer(shown, server)}
+        plain = self.public(redact(body.text, set(secrets)))
         lead = next_action(plain)
         text = fit_lines(self._render("layout.txt", {**layout, "lead": lead, "body": plain})) + "\n"
         msg = EmailMessage(policy=POLICY)
-        msg["From"] = formataddr((from_name, f"{from_local}@{domain}"))
+        msg["From"] = formataddr((from_name, self.settings.address(from_local)))
         # the values of this mail alone are written as they are when they are plain
         msg["To"] = plain_or_parsed("To", to_addr)
         msg["Subject"] = SubjectHeader("Subject", redact(subject, set(secrets)))
@@ -615,7 +633,7 @@ class Composer:
         msg["Message-ID"] = plain_or_parsed("Message-ID", message_id)
         msg["Auto-Submitted"] = auto
         msg["X-Auto-Response-Suppress"] = "All"
-        msg["X-Loop"] = f"pbm@{domain}"
+        msg["X-Loop"] = server
         if unsubscribe is not None:
             msg["List-Unsubscribe"] = UrlListHeader("List-Unsubscribe", unsubscribe)
             if any(url.startswith("https://") for url in unsubscribe):
@@ -630,7 +648,8 @@ class Composer:
         msg.set_content(text, cte="quoted-printable")
         if body.html is not None:
             msg.make_alternative(boundary=BOUNDARY)
-            msg.add_alternative(self.html_part(layout, redact(body.html, set(secrets)), lead, str(msg["Subject"])),
+            msg.add_alternative(self.html_part(layout, self.public(redact(body.html, set(secrets))), lead,
+                                               str(msg["Subject"])),
                                 subtype="html", cte="quoted-printable")
         # CRLF line ends: smtplib sends bytes as they are, and SMTP needs CRLF.  An
         # address outside ASCII is written as it is (RFC 6532): an encoded word is not
@@ -665,6 +684,7 @@ class Composer:
         message_id = make_msgid(domain=self.settings.domain)
         parts = {
             "domain": self.settings.domain,
+            **({"mailbox": self.settings.mailbox_address} if self.settings.mailbox_address else {}),
             "message_id": message_id,
             "to_addr": to_addr,
             "to_name": to_name,
@@ -686,8 +706,8 @@ DEFERRED = b"pbm-deferred-message/1\n"
 
 
 @functools.lru_cache(maxsize=4)
-def _composer_of(domain: str) -> Composer:
-    return Composer(Settings(domain=domain))
+def _composer_of(domain: str, mailbox: str = "") -> Composer:
+    return Composer(Settings(domain=domain, mailbox_address=mailbox))
 
 
 def written_out(raw: bytes) -> bytes:
@@ -696,7 +716,7 @@ def written_out(raw: bytes) -> bytes:
     if not raw.startswith(DEFERRED):
         return raw
     p = json.loads(raw[len(DEFERRED):])
-    return _composer_of(p["domain"]).message(
+    return _composer_of(p["domain"], p.get("mailbox", "")).message(
         to_addr=p["to_addr"], to_name=p["to_name"], from_local=p["from_local"], subject=p["subject"],
         body=Rendered(p["text"], p["html"]), auto=p["auto"], now=datetime.fromisoformat(p["now"]),
         in_reply_to=p["in_reply_to"], references=p["references"], thread=p["thread"], message_id=p["message_id"],

@@ -721,7 +721,8 @@ class Outbound(Poller):
             log.exception("outbox row %s could not be written out", row.id)
             return [(row, f"the server could not write this mail out ({type(exc).__name__})", FAIL, 0.0)]
         return [self._outcome(*settled) for settled in
-                self._deliver(row, bounces.return_path(self._bounce_key, row.id, self.settings.domain), started)]
+                self._deliver(row, self.settings.address(
+                    bounces.return_path(self._bounce_key, row.id, self.settings.domain).rpartition("@")[0]), started)]
 
     def _outcome(self, row: Pending, started: float, exc: BaseException | None) -> tuple[Pending, str | None, str, float]:
         """What became of a row, as delivery records it: (row, error, outcome, milliseconds)."""

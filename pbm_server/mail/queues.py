@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from pbm_server.store.models import AuditEntry, InboundMail, MailHold, OutboundMail
+from pbm_server.store.models import AuditEntry, InboundMail, MailboxState, MailHold, OutboundMail
 
 #: the audit action outbound delivery writes once per relay outage
 RELAY_FAILS = "relay fails"
@@ -71,6 +71,23 @@ class Relay:
 
 
 @dataclass(frozen=True)
+class Mailbox:
+    """The IMAP mailbox the server reads (PBM_IMAP_URL): when it was last
+    read, and since when and why it fails (running/mailbox.py)."""
+
+    mailbox: str
+    last_read_at: datetime | None
+    fault_since: datetime | None
+    fault: str | None
+
+
+def mailbox_state(session: Session) -> Mailbox | None:
+    """The mailbox's state row, if the server reads one (the newest read)."""
+    row = session.scalars(select(MailboxState).order_by(MailboxState.last_read_at.desc()).limit(1)).first()
+    return None if row is None else Mailbox(row.mailbox, row.last_read_at, row.fault_since, row.fault)
+
+
+@dataclass(frozen=True)
 class QueueStatus:
     inbox: dict[str, int]
     outbox: dict[str, int]
@@ -81,6 +98,7 @@ class QueueStatus:
     retrying: list[Problem] = field(default_factory=list)
     bounced: list[Problem] = field(default_factory=list)
     holds: list[tuple[str, datetime, str]] = field(default_factory=list)
+    mailbox: Mailbox | None = None
 
     def as_json(self) -> dict[str, Any]:
         """Plain JSON types: times as ISO 8601 strings."""
@@ -164,4 +182,5 @@ def queue_status(session: Session, relay: str) -> QueueStatus:
         retrying=_outbox_problems(session, OutboundMail.status == "pending", OutboundMail.last_error.is_not(None)),
         bounced=_outbox_problems(session, OutboundMail.status == "bounced"),
         holds=[(h.address, h.since, h.reason) for h in session.scalars(select(MailHold).order_by(MailHold.address))],
+        mailbox=mailbox_state(session),
     )

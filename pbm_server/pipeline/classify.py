@@ -111,6 +111,10 @@ def classify(raw: bytes, envelope_from: str, rcpts: Sequence[str], mail: Incomin
     if abuse is not None:
         return AbuseReport(abuse)
     reason = automatic_reason(mail, envelope_from, settings.domain)
+    if reason is None and settings.mailbox_address and (
+            settings.internal_address(mail.from_addr) is not None
+            or mail.headers.get("x-loop", "").strip().lower() == settings.server_address.lower()):
+        reason = "from one of our own addresses (a loop)"  # the mailbox's addresses are ours too
     if reason:
         return Dropped(reason)
     return CommandMail(ours[0] if ours else "pbm")

@@ -194,6 +194,7 @@ def main(verbose: bool) -> None:
 def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     """Run the listener, worker, outbound delivery and scheduler."""
     from pbm_server.running.httpside import CannotListen
+    from pbm_server.running.mailbox import MailboxRefused
     from pbm_server.running.server import PARTS, Server
 
     logging.getLogger().setLevel(logging.INFO)
@@ -210,6 +211,8 @@ def serve(env: Env, without: tuple[str, ...], workers: int | None) -> None:
     try:
         Server(settings, tuple(p for p in PARTS if p not in without)).serve_forever()
     except CannotListen as exc:
+        fail(str(exc), EX_USAGE)
+    except MailboxRefused as exc:
         fail(str(exc), EX_USAGE)
     except OSError as exc:
         fail(f"PBM_LISTEN: cannot listen on {settings.listen}: {exc.strerror or exc}", EX_USAGE)
@@ -501,7 +504,7 @@ def game_new(env: Env, kind: str, name: str, options: tuple[str, ...], deadline:
             g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli")
         except ServerRefused as exc:
             fail(str(exc))
-        click.echo(f"{g.kind} game {g.name} created: players mail {g.name}@{env.settings.domain}"
+        click.echo(f"{g.kind} game {g.name} created: players mail {env.settings.address(g.name)}"
                    + (f"; next deadline {g.next_deadline:%Y-%m-%d %H:%M} UTC" if g.next_deadline else "")
                    + f"; early={'on' if g.early else 'off'} grace={show_duration(g.grace_minutes)} remind={show_duration(g.remind_minutes)}")
         note = gmdesk.first_deadline_note(g, now, f"--deadline EXPR, or later: pbm game deadline {g.name} EXPR")
@@ -1135,6 +1138,11 @@ def _status_lines(st: QueueStatus, now: datetime) -> list[str]:
     if r.last_fault_at is not None:
         state = "FAILING NOW, mail is kept" if r.failing else "over, mail has gone out since"
         lines.append(f"relay last fault {_ago(now, r.last_fault_at)}, {state}: {r.last_fault}")
+    if st.mailbox is not None:
+        m = st.mailbox
+        lines.append(f"mailbox {m.mailbox}: last read {_ago(now, m.last_read_at)}")
+        if m.fault_since is not None:
+            lines.append(f"mailbox FAILING since {_ago(now, m.fault_since)}, mail waits there: {m.fault}")
     lines += [f"shunted inbox {p.id} from {p.address}: {p.error}; retry: pbm mail retry {p.id}" for p in st.shunted]
     lines += [f"failed outbox {p.id} to {p.address} after {p.attempts} attempt(s): {p.error}; "
               f"retry: pbm mail retry --outbox {p.id}" for p in st.failed]

@@ -59,6 +59,7 @@ from pbm_server.mail.outbound import Outbound
 from pbm_server.pipeline.worker import Worker
 from pbm_server.play.notices import tell_gm
 from pbm_server.running.httpside import HttpSide, bind
+from pbm_server.running.mailbox import MailboxReader
 from pbm_server.running.scheduler import Scheduler
 from pbm_server.store.db import Database
 
@@ -190,6 +191,11 @@ def _settle_garbage_collector() -> None:
     gc.set_threshold(GC_YOUNG, middle, old)
 
 
+def settings_have_mailbox(settings: Settings) -> bool:
+    """Whether `pbm serve` reads an IMAP mailbox (PBM_IMAP_URL)."""
+    return bool(settings.imap_url and settings.mailbox_address)
+
+
 class Server:
     def __init__(self, settings: Settings, parts: tuple[str, ...] = PARTS, processes: int | None = None):
         self.settings = settings
@@ -226,6 +232,8 @@ class Server:
         self.http: HttpSide | None = None
         self.http_sock: socket.socket | None = None
         self.controller: Controller | None = None
+        #: the IMAP mailbox read into the inbox beside the listener (PBM_IMAP_URL; running/mailbox.py)
+        self.mailbox: MailboxReader | None = None
         self.threads: list[threading.Thread] = []
         self.stopped = threading.Event()
         self._stopping = threading.Event()
@@ -380,6 +388,11 @@ class Server:
             self.http = HttpSide(self.db, self.settings, self.http_sock)
 
     def start(self) -> None:
+        if settings_have_mailbox(self.settings) and "listener" in self.local_parts:
+            # a refused login stops the start here, before anything else started
+            # (MailboxRefused: the CLI says it in one line and exits 2)
+            self.mailbox = MailboxReader(self.db, self.settings, self.composer, on_mail=self.outbound.wake.set)
+            self.mailbox.check()
         self._open_http()
         wake_fd = os.environ.pop(ENV_WAKE_FD, None)
         parent = os.environ.pop(ENV_PARENT, None)
@@ -407,6 +420,9 @@ class Server:
                 # it commits; each step back from SQLite needs the GIL, which the
                 # event loop would keep for up to the default 5 ms
                 sys.setswitchinterval(LISTENER_SWITCH_SECONDS)
+        if self.mailbox is not None:
+            self.mailbox.on_commit = self._wake_backend if self.split else self._wake_local
+            self.mailbox.start()
         self._log_start()
 
     def _start_threads(self) -> None:
@@ -436,6 +452,8 @@ class Server:
         here: list[str] = []
         if "listener" in self.local_parts:
             here.append(f"listener on {self.settings.listen}")
+        if self.mailbox is not None:
+            here.append(f"mailbox {self.mailbox.where} for {self.settings.mailbox_address}")
         if "http" in self.local_parts:
             here.append(f"HTTP side on {self.settings.http_listen}")
         work = [p for p in BACKEND_PARTS if p in self.local_parts]
@@ -453,6 +471,8 @@ class Server:
             self.controller.stop()
         if self.writer is not None:
             self.writer.close()
+        if self.mailbox is not None:
+            self.mailbox.stop()
         with self._backend_lock:
             procs = [be.proc for be in self.backends if be.proc is not None and be.proc.poll() is None]
         for proc in procs:

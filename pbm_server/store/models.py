@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     ForeignKey,
@@ -231,7 +232,8 @@ class InboundMail(Base):
     __tablename__ = "inbox"
     __table_args__ = (Index("ix_inbox_status_id", "status", "id"), Index("ix_inbox_dedup", "dedup_key"),
                       # `who NAME` of a game without turns: the game's mails (roster.py)
-                      Index("ix_inbox_game_received", "game_id", "received_at"))
+                      Index("ix_inbox_game_received", "game_id", "received_at"),
+                      Index("ix_inbox_imap_uid", "imap_uidvalidity", "imap_uid"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     received_at: Mapped[datetime]
@@ -252,6 +254,10 @@ class InboundMail(Base):
     #: how many times a worker started handling it (committed before each
     #: start): a mail started twice without finishing is set aside (worker.py)
     tries: Mapped[int] = mapped_column(default=0, server_default="0")
+    #: a mail read from an IMAP mailbox (mail/imapin.py): the mailbox's UIDVALIDITY and the
+    #: message's UID, so that a kill between the commit and the move never stores it twice
+    imap_uidvalidity: Mapped[int | None] = mapped_column(BigInteger)
+    imap_uid: Mapped[int | None] = mapped_column(BigInteger)
 
 
 def inbox_raw() -> Any:
@@ -671,3 +677,17 @@ class ReadySeat(Base):
     asked_at: Mapped[datetime]
     due_at: Mapped[datetime]
     ready_at: Mapped[datetime | None]
+
+
+class MailboxState(Base):
+    """The IMAP mailbox the server reads (PBM_IMAP_URL; mail/imapin.py): when
+    it was last read, and since when and why it fails (the GM is told once
+    per outage: ``told_at``)."""
+
+    __tablename__ = "mailbox_state"
+
+    mailbox: Mapped[str] = mapped_column(String(512), primary_key=True)
+    last_read_at: Mapped[datetime | None]
+    fault_since: Mapped[datetime | None]
+    fault: Mapped[str | None] = mapped_column(Text)
+    told_at: Mapped[datetime | None]

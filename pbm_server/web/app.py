@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs
 
 import anyio
@@ -39,7 +39,7 @@ from pbm_server.base.durations import plain_number
 from pbm_server.base.printable import xml_chars
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import TEMPLATE_PACKAGE, Composer
-from pbm_server.mail.queues import waiting
+from pbm_server.mail.queues import mailbox_state, waiting
 from pbm_server.play import streams
 from pbm_server.store.db import Database
 from pbm_server.store.lookup import audit
@@ -247,23 +247,44 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
     stylesheet = (sheets.joinpath("web", "pbm.css").read_text(encoding="utf-8") + "\n"
                   + sheets.joinpath("boards.css").read_text(encoding="utf-8"))
 
+    def public(value: Any) -> Any:
+        """With PBM_MAILBOX_ADDRESS, our addresses in a page or its data as
+        players write to them (Composer.public); otherwise ``value`` as it is."""
+        if composer is None or not composer.settings.mailbox_address:
+            return value
+        if isinstance(value, str):
+            return composer.public(value)
+        if isinstance(value, dict):
+            return {k: public(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [public(v) for v in value]
+        return value
+
     def html(template: str, data: dict[str, Any], json_url: str) -> Response:
         body = env.get_template(template).render(domain=domain, json_url=json_url, **data)
-        return HTMLResponse(body, headers=SECURITY_HEADERS)
+        return HTMLResponse(public(body), headers=SECURITY_HEADERS)
 
     def read(build: Callable[..., dict[str, Any] | None], *args: Any) -> dict[str, Any] | None:
         with db.read() as s:
-            return build(s, *args)
+            return cast("dict[str, Any] | None", public(build(s, *args)))
 
     def healthz(request: Request) -> Response:
         """200 while the database answers, with what waits; 503 when it does not."""
         try:
             with db.read() as s:
                 w = waiting(s)
+                box = mailbox_state(s)
         except Exception as exc:  # the database is down, locked or gone: say so (its kind only), do not crash
             log.warning("/healthz: the database does not answer: %s", " ".join(str(exc).split())[:500])
             return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, status_code=503)
         now = clock.now()
+        # the IMAP mailbox (PBM_IMAP_URL): when it was last read, whether it fails now (never its address)
+        mailbox = {} if box is None else {
+            "mailbox_last_read_at": box.last_read_at.isoformat() if box.last_read_at else None,
+            "mailbox_last_read_seconds": round((now - box.last_read_at).total_seconds(), 3)
+            if box.last_read_at else None,
+            "mailbox_failing": box.fault_since is not None,
+        }
         return JSONResponse({
             "status": "ok",
             "inbox_waiting": w.inbox_new,
@@ -274,6 +295,7 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
             if w.oldest_pending_at else 0,
             "outbox_failed": w.outbox_failed,
             "inbox_shunted": w.inbox_shunted,
+            **mailbox,
         })
 
     def metrics_page(request: Request) -> Response:
@@ -373,7 +395,7 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
             return not_found(f"no game named {name} here")
         times = [t["processed_at"] for t in data["turns"][-1:]] + [p["sent_at"] for p in data["press"][:1]]
         updated = max(times) if times else datetime(2000, 1, 1, tzinfo=timezone.utc).isoformat()
-        body = env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data)
+        body = public(env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data))
         # a press or a name may hold a character XML 1.0 allows nowhere (U+FFFE, C0 controls):
         # one would make the feed no XML for every reader (issue 41.5)
         return Response(xml_chars(body), media_type="application/atom+xml")
