@@ -257,6 +257,7 @@ def player_calendar(session: Session, handle: str, token: str, domain: str, base
     if account is None:
         return None
     items = [d for game, shown in _games_of(session, account) for d in dues(game, shown, now, account.timezone)]
+    items.sort(key=lambda d: (d.at or now, d.game, d.uid))  # soonest first
     return calendar(f"{account.handle}'s deadlines ({domain})", items, domain, base, now, account.handle_key)
 
 

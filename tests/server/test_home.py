@@ -146,6 +146,13 @@ def test_home_from_a_report_tokens_and_forms_that_do_nothing(pbm_https: PbmServe
                 (m["In-Reply-To"] or "").startswith("<web.")]
     assert "GIVE 3 TO bob" in pbm.text(reply) and "ann-pass-1" not in pbm.text(reply)
 
+    # the home now: her orders are held; a curio board with a move clock shows whose move it is
+    curio = pbm.mail(ANN, "pbm", "curio challenge -clock=1d ann bob $$ann-pass-1$$")
+    assert "101" in pbm.text(curio)
+    status, page, _ = get(local(pbm, home))
+    assert "orders received for round 2; the deadline is in" in page
+    assert re.search(r"your move on board 101, the clock ends in 1 d, \w{3} \d\d \w{3} \d\d:\d\d Europe/Berlin", page)
+
     # the calendars: the public one and ann's, both holding the next deadline, with a stable UID and an alarm
     icalendar = pytest.importorskip("icalendar")
     status, body, headers = get(local(pbm, "/games/ring1/deadlines.ics"))
@@ -158,10 +165,12 @@ def test_home_from_a_report_tokens_and_forms_that_do_nothing(pbm_https: PbmServe
     status, page, _ = get(local(pbm, home))
     calendar = next(h for h in hrefs(page) if h.startswith("/me/ann/deadlines.ics?k="))
     status, mine, _ = get(local(pbm, calendar))
-    (event2,) = icalendar.Calendar.from_ical(mine).walk("VEVENT")
+    board, event2 = icalendar.Calendar.from_ical(mine).walk("VEVENT")  # soonest first
     assert event2.decoded("DTSTART") == event.decoded("DTSTART")
+    assert board.decoded("DTSTART") == START + timedelta(days=1) and "board 101" in str(board["SUMMARY"])
+    assert board.walk("VALARM")[0].decoded("TRIGGER") == -timedelta(hours=6)  # a quarter of the clock
     status, again, _ = get(local(pbm, calendar))
-    assert icalendar.Calendar.from_ical(again).walk("VEVENT")[0]["UID"] == event2["UID"]
+    assert [e["UID"] for e in icalendar.Calendar.from_ical(again).walk("VEVENT")] == [board["UID"], event2["UID"]]
     # the calendar link opens no home, and the home link no calendar
     assert get(local(pbm, calendar.replace("/deadlines.ics", "")))[0] == 403
     assert get(local(pbm, f"/me/ann/deadlines.ics?k={token}"))[0] == 403
