@@ -40,6 +40,7 @@ from pbm_server.base import clock
 from pbm_server.base.durations import plain_number
 from pbm_server.base.printable import xml_chars
 from pbm_server.base.settings import Settings
+from pbm_server.commands.recovery import mail_unlock_code
 from pbm_server.mail.compose import TEMPLATE_PACKAGE, Composer
 from pbm_server.mail.inbound import store_messages
 from pbm_server.mail.queues import waiting
@@ -480,7 +481,10 @@ def make_app(db: Database, settings: Settings | None = None,
             return own_response(handle, name, token, None, "Nothing was sent: your password is needed, as in a "
                                 "mail.", orders, 400)
         # the same gate as a mail's $$password$$: counted, throttled, audited
-        gate = CredentialGate(db, settings, email, now)
+        def unlock_code(s: Any, acc: Any, until: datetime) -> None:  # as a mail's gate does (pipeline/worker.py)
+            mail_unlock_code(s, Composer(settings), settings, acc, until, clock.now())
+
+        gate = CredentialGate(db, settings, email, now, on_lockout=unlock_code)
         verdict = gate.check(creds, field["password"])
         if verdict != OK:
             why = " ".join(gate.notes) if verdict == THROTTLED else \

@@ -127,6 +127,13 @@ def test_home_from_a_report_tokens_and_forms_that_do_nothing(pbm_https: PbmServe
     status, text, _ = post(local(pbm, bob_own), {**form_of(own_page), "orders": "GIVE 3 TO ann",
                                                  "password": "bob-pass-1"})
     assert status == 403 and "not made for this page" in text
+    # a body over the limit is refused unread; anything but a form is refused
+    assert post(local(pbm, own_path), {**form_of(own_page), "orders": "x" * 70000, "password": "a"})[0] == 413
+    req = urllib.request.Request(local(pbm, own_path), data=b'{"orders": "GIVE 3 TO bob"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(req, timeout=20)
+    assert refused.value.code == 415
     # a wrong password: refused on the page, nothing stored, counted as a mail's failed try is
     status, text, _ = post(local(pbm, own_path), {**form_of(own_page), "orders": "GIVE 3 TO bob",
                                                   "password": "not-ann"})
