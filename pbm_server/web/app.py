@@ -465,14 +465,17 @@ def make_app(db: Database, settings: Settings | None = None,
         with db.read() as s:
             game = pages.any_game(s, name)
             account = links.check(s, "view", handle, game.name, token, now) if game is not None else None
-            if game is None or account is None:
-                return own_response(handle, name, token, None)  # the link's own refusal
-            if not home.form_holds(s, account, game.name, field["nonce"], field["form"]):
-                return PlainTextResponse("This form was not made for this page (another player's or another "
-                                         "game's): nothing was sent. Open your own view again and use its form.\n",
-                                         status_code=403, headers=SECURITY_HEADERS)
-            creds = credentials_by_email(s, account.email)
-            game_name, shown, email = game.name, account.handle, account.email
+            ours = game is not None and account is not None and \
+                home.form_holds(s, account, game.name, field["nonce"], field["form"])
+            creds = credentials_by_email(s, account.email) if ours and account is not None else None
+            game_name, shown, email = (game.name, account.handle, account.email) \
+                if game is not None and account is not None else ("", "", "")
+        if not email:
+            return own_response(handle, name, token, None)  # the link's own refusal
+        if not ours:
+            return PlainTextResponse("This form was not made for this page (another player's or another "
+                                     "game's): nothing was sent. Open your own view again and use its form.\n",
+                                     status_code=403, headers=SECURITY_HEADERS)
         orders = field["orders"]
         if not orders.strip() or len(orders) > home.ORDERS_CHARS:
             return own_response(handle, name, token, None, "Nothing was sent: write your orders in the box (at most "
