@@ -424,6 +424,8 @@ def make_app(db: Database, settings: Settings | None = None,
             "mailto": orders_mailto(game.name, domain, what), "public": not game.private,
             "sent": home.sent_outcome(s, account, game, sent, domain) if sent is not None else None,
             "notice": None, "orders_text": "", "orders_chars": home.ORDERS_CHARS,
+            # the form carries a password: the page says so when it is not reached over https
+            "https": base.startswith("https://"),
         }
 
     def own_response(handle: str, name: str, token: str, sent: int | None, notice: str | None = None,
