@@ -27,18 +27,20 @@ from pbm_server.store.models import Account
 KEY_NAME = "link_key"
 #: how long a link in a mail works: a season of weekly turns
 LIFETIME = timedelta(days=120)
-#: what a link may open: a player's own view, or stop one stream of mail
-#: (``stop-reports``, ...; pbm_server/play/streams.py)
-PURPOSE = re.compile(r"^(view|stop-[a-z]{1,16})$")
+#: what a link may open: a player's own view of a game, their home (every game of
+#: theirs; ``game`` is ""), their calendar of deadlines (the same, read-only, for a
+#: calendar program to fetch), or stop one stream of mail (``stop-reports``, ...;
+#: pbm_server/play/streams.py)
+PURPOSE = re.compile(r"^(view|home|calendar|stop-[a-z]{1,16})$")
 #: a token as make() writes it: the expiry (ASCII digits) and the unpadded urlsafe base64 MAC
 #: (24 characters); anything else is refused before any part of it is parsed or compared
 TOKEN = re.compile(r"([0-9]{1,12})\.([A-Za-z0-9_-]{1,40})", re.ASCII)
 
 
 def tied_to_password(purpose: str) -> bool:
-    """A view link dies with the password; a stop link (it can only stop
+    """A view, home or calendar link dies with the password; a stop link (it can only stop
     mail) keeps working, so an old mail's one-click unsubscribe still does."""
-    return purpose == "view"
+    return purpose in ("view", "home", "calendar")
 
 
 @dataclass(frozen=True)
@@ -102,3 +104,13 @@ def base_url(public_url: str, http_listen: str) -> str:
 def url(base: str, link: Link) -> str:
     """The own-view page of a view link."""
     return f"{base}/me/{link.handle}/{link.game}?k={link.token}"
+
+
+def home_url(base: str, link: Link) -> str:
+    """The player's home: every game and board of theirs (a home link)."""
+    return f"{base}/me/{link.handle}?k={link.token}"
+
+
+def calendar_url(base: str, link: Link) -> str:
+    """The player's deadlines as an iCalendar file (a calendar link)."""
+    return f"{base}/me/{link.handle}/deadlines.ics?k={link.token}"

@@ -100,12 +100,15 @@ def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
             title, text, _ = ctx.composer.section(sec, g.kind)
             sec = Section(title=title, text=text)
         ctx.sections.append(sec)
-    own = streams.LinkMaker(ctx.session, ctx.settings).own_view(acc, g.name, ctx.now) \
-        if plays_in(g, acc.handle_key) else None
-    if own is not None:  # the reply goes to the player's own address only: the link is theirs
-        ctx.sections.append(Section(title=f"{g.name} on the web", text=(
-            f"Your own view of {g.name} (keep this link to yourself; it stops working when you change\n"
-            f"your password, and after {LIFETIME.days} days):\n{own}")))
+    if plays_in(g, acc.handle_key):  # the reply goes to the player's own address only: the links are theirs
+        rules = get_rules(g.kind)
+        found = streams.LinkMaker(ctx.session, ctx.settings).player_links(
+            acc, g.name, g.private, f"orders for {rules.turn_name} {g.turn}" if rules.has_turns else "your move",
+            ctx.now)
+        if found.own is not None:
+            ctx.sections.append(Section(title=f"{g.name} on the web", template="server/links.txt", data={
+                "game": g.name, "own": found.own, "home": found.home, "game_page": found.game_page,
+                "mailto": found.mailto, "days": LIFETIME.days}))
     return Result(line, True, f"the state of {g.name} as you see it follows")
 
 
@@ -154,5 +157,9 @@ def my_games(ctx: ServerContext, line: Line, acc: Account) -> Result:
         text += "\n\nYou observe: " + ", ".join(g.name for g in watched)
     text += "\n\n'status NAME' shows one game in full."
     ctx.sections.append(Section(title=f"Your games ({acc.handle})", text=text))
+    home = streams.LinkMaker(ctx.session, ctx.settings).home(acc, ctx.now)
+    if home is not None:  # the reply goes to the player's own address only: the link is theirs
+        ctx.sections.append(Section(title="Your games on the web", template="server/links.txt", data={
+            "game": "", "own": None, "home": home, "game_page": None, "mailto": None, "days": LIFETIME.days}))
     return Result(line, True, f"you play in {len(blocks)} running game{'s' if len(blocks) != 1 else ''}; "
                               "the list follows")

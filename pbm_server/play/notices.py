@@ -246,13 +246,17 @@ class _Extras:
         # a turn's report shows the leading public scores as bars in its HTML part
         self.bars = streams.score_bars(rules.scores(game.state), rules.turn_name) \
             if stream == "reports" and any(n.kind == "report" for n in notices) else ""
+        # what the mailto: link of a report or reminder opens a mail for
+        self.next_orders = f"orders for {rules.turn_name} {game.turn}" if rules.has_turns else "your move"
 
     def add(self, body: Rendered, notice: Notice, acc: Account) -> tuple[Rendered, streams.Unsubscribe | None]:
         name = self.game.name
         stop = self.maker.unsubscribe(acc, self.stream, name, self.now)
         if notice.kind == "report":
             body = streams.with_bars(body, self.bars)
-        own = self.maker.own_view(acc, name, self.now) if self.stream == "reports" else None
+        # a report or a reminder links the player's own view, home, the game's page and the next orders
+        own = self.maker.player_links(acc, name, self.game.private, self.next_orders, self.now) \
+            if self.stream in ("reports", "reminders") else None
         return streams.with_links(body, stop, own, streams.STREAMS[self.stream], name), stop
 
 

@@ -129,19 +129,83 @@ class LinkMaker:
             return None
         return links.url(self.base, links.make_with(self.key(), account, "view", game, now))
 
+    def home(self, account: Account, now: datetime) -> str | None:
+        if not self.enabled:
+            return None
+        return links.home_url(self.base, links.make_with(self.key(), account, "home", "", now))
 
-def with_links(body: Rendered, stop: Unsubscribe | None, own: str | None, what: str, game: str) -> Rendered:
-    """A mail's body with, at its end, the link to the player's own view (a
-    report) and the one that stops this stream of mail."""
+    def player_links(self, account: Account, game: str, private: bool, next_orders: str, now: datetime) -> PlayerLinks:
+        """Every link a player's mail about ``game`` carries (none without the HTTP side
+        but the mailto: of the next orders, which needs none)."""
+        return PlayerLinks(own=self.own_view(account, game, now), home=self.home(account, now),
+                           game_page=f"{self.base}/games/{game}" if self.enabled and not private else None,
+                           mailto=orders_mailto(game, self.settings.domain, next_orders))
+
+
+def orders_mailto(game: str, domain: str, what: str) -> str:
+    """A mailto: link that opens a mail to the game with its Subject filled in
+    (``what``: "orders for round 4").  The Subject starts with the game's name and
+    a colon, which is no command of any game, so it never runs as one."""
+    return f"mailto:{game}@{domain}?subject={quote(f'{game}: {what}')}"
+
+
+@dataclass(frozen=True)
+class PlayerLinks:
+    """The links of one player's mail about one game (issue 42): their own view,
+    their home, the game's public page (None for a private game) and a mailto: for
+    the next orders.  The text part names them as URLs, the HTML part as real links."""
+
+    own: str | None
+    home: str | None
+    game_page: str | None
+    mailto: str | None
+
+    def text(self, game: str) -> str:
+        lines = []
+        if self.own:
+            lines.append(fill(f"Your own view of {game} on the web (keep this link to yourself):", 72) + f"\n{self.own}")
+        if self.home:
+            lines.append(f"All your games:\n{self.home}")
+        return "\n\n".join(lines)
+
+    def html(self, game: str) -> str:
+        found = [(self.own, f"Your own view of {game}"), (self.home, "All your games"),
+                 (self.game_page, f"The page of {game}"), (self.mailto, "Mail your next orders")]
+        anchors = [f'<a href="{escape(url)}">{escape(label)}</a>' for url, label in found if url]
+        if not anchors:
+            return ""
+        return ('<p class="links" style="font-family:sans-serif;font-size:14px;margin:16px 0">'
+                + " &middot; ".join(anchors)
+                + "<br><small>The own view and home links are yours alone: keep them to yourself.</small></p>")
+
+
+def with_links(body: Rendered, stop: Unsubscribe | None, own: str | PlayerLinks | None, what: str,
+               game: str) -> Rendered:
+    """A mail's body with, at its end, the player's links (``own``: their own
+    view, or all of a report's and reminder's :class:`PlayerLinks`) and the one
+    that stops this stream of mail.  The HTML part has them as real links."""
     lines = []
-    if own:
+    anchors = ""
+    if isinstance(own, PlayerLinks):
+        if own.text(game):
+            lines.append(own.text(game))
+        anchors = own.html(game)
+    elif own:
         lines.append(fill(f"Your own view of {game} on the web (keep this link to yourself):", 72) + f"\n{own}")
+    shown = list(lines)
     if stop is not None:
         lines.append(fill(f"One click stops these mails ({what} of {game}):", 72) + f"\n{stop.page}")
     if not lines:
         return body
     extra = "\n\n".join(lines)
-    return Rendered(body.text + "\n\n" + extra, None if body.html is None else body.html + "\n" + text_html(extra))
+    if body.html is None:
+        return Rendered(body.text + "\n\n" + extra, None)
+    # the links as <a href> (the text part's URL lines would be plain text in HTML)
+    rest = "\n\n".join(lines[len(shown):])
+    html = body.html + "\n" + (anchors if anchors else text_html("\n\n".join(shown)) if shown else "")
+    if rest:
+        html += "\n" + text_html(rest)
+    return Rendered(body.text + "\n\n" + extra, html)
 
 
 #: the bars in a report mail: the leaders only

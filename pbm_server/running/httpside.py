@@ -25,6 +25,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import h11
@@ -191,9 +192,10 @@ def guarded_protocol(settings: Settings) -> type[GuardedH11]:
 class HttpSide:
     """uvicorn serving the app on a socket already listening, in a thread."""
 
-    def __init__(self, db: Database, settings: Settings, sock: socket.socket):
+    def __init__(self, db: Database, settings: Settings, sock: socket.socket,
+                 on_stored: Callable[[], None] | None = None):
         self.sock = sock
-        self.app = make_app(db, settings)
+        self.app = make_app(db, settings, on_stored)
         # no limit_concurrency: it counted unfinished requests (see above); the app bounds its requests itself
         config = uvicorn.Config(Guard(self.app), log_config=None, access_log=False, lifespan="off", ws="none",
                                 http=guarded_protocol(settings), timeout_keep_alive=5,

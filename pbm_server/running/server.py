@@ -385,7 +385,8 @@ class Server:
             assert where is not None
             self.http_sock = bind(*where)
         if "http" in self.local_parts:
-            self.http = HttpSide(self.db, self.settings, self.http_sock)
+            # an own view's orders form wakes this process's workers (others poll)
+            self.http = HttpSide(self.db, self.settings, self.http_sock, on_stored=self._wake_workers)
 
     def start(self) -> None:
         if settings_have_mailbox(self.settings) and "listener" in self.local_parts:

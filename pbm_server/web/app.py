@@ -29,21 +29,26 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from games import get_rules
 from pbm_server.accounts import links
+from pbm_server.accounts.throttle import OK, THROTTLED, CredentialGate
 from pbm_server.base import clock
 from pbm_server.base.durations import plain_number
 from pbm_server.base.printable import xml_chars
 from pbm_server.base.settings import Settings
+from pbm_server.commands.recovery import mail_unlock_code
 from pbm_server.mail.compose import TEMPLATE_PACKAGE, Composer
+from pbm_server.mail.inbound import store_messages
 from pbm_server.mail.queues import mailbox_state, waiting
 from pbm_server.play import streams
+from pbm_server.play.streams import orders_mailto
 from pbm_server.store.db import Database
-from pbm_server.store.lookup import audit
-from pbm_server.web import pages
+from pbm_server.store.lookup import audit, credentials_by_email
+from pbm_server.web import home, pages
 from pbm_server.web.metrics import MailMetrics
 
 #: no script anywhere, no inline style, nothing from elsewhere
@@ -217,16 +222,16 @@ class PageCache:
         return response
 
 
-async def _small_body(request: Request) -> bytes | None:
-    """The request's body, or None when it is over BODY_LIMIT: a Content-Length
+async def _small_body(request: Request, limit: int = BODY_LIMIT) -> bytes | None:
+    """The request's body, or None when it is over ``limit``: a Content-Length
     over it is refused unread, and a body without one is read only that far."""
     declared = request.headers.get("content-length", "")
-    if declared and (plain_number(declared, 12) is None or int(declared) > BODY_LIMIT):
+    if declared and (plain_number(declared, 12) is None or int(declared) > limit):
         return None
     body = b""
     async for chunk in request.stream():
         body += chunk
-        if len(body) > BODY_LIMIT:
+        if len(body) > limit:
             return None
     return body
 
@@ -237,7 +242,10 @@ def _environment() -> Environment:
                        trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined, auto_reload=False)
 
 
-def make_app(db: Database, settings: Settings | None = None) -> Starlette:
+def make_app(db: Database, settings: Settings | None = None,
+             on_stored: Callable[[], None] | None = None) -> Starlette:
+    """``on_stored``: called after an own view's form stored a mail in the inbox
+    (wakes the workers of this process; the others find it at their next poll)."""
     metrics = MailMetrics(db)
     domain = settings.domain if settings is not None else "pbm.localhost"
     composer = Composer(settings) if settings is not None else None
@@ -418,15 +426,136 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
     def own(request: Request) -> Response:
         handle, name = request.path_params["handle"], request.path_params["name"]
         token = request.query_params.get("k", "")
-        data = read(pages.own_page, composer, handle, name, token) if composer is not None else None
+        sent = plain_number(request.query_params.get("sent", ""), 12)
+        return own_response(handle, name, token, sent)
+
+    def own_data(s: Any, handle: str, name: str, token: str, sent: int | None) -> dict[str, Any] | None:
+        """The own view (pages.own_page) with its links home, its orders form and,
+        after a form was sent (``sent``: its inbox id), what became of it."""
+        data = pages.own_page(s, composer, handle, name, token) if composer is not None else None
+        game = pages.any_game(s, name)
+        now = clock.now()
+        account = links.check(s, "view", handle, game.name, token, now) if data is not None and game else None
+        if data is None or game is None or account is None:
+            return None
+        rules = get_rules(game.kind)
+        what = f"orders for {rules.turn_name} {game.turn}" if rules.has_turns else "your move"
+        return data | {
+            "home": home.home_link(s, account, now), "form": home.new_form(s, account, game.name),
+            "action": f"/me/{account.handle}/{game.name}?k={token}", "address": f"{game.name}@{domain}",
+            "mailto": orders_mailto(game.name, domain, what), "public": not game.private,
+            "sent": home.sent_outcome(s, account, game, sent, domain) if sent is not None else None,
+            "notice": None, "orders_text": "", "orders_chars": home.ORDERS_CHARS,
+            # the form carries a password: the page says so when it is not reached over https
+            "https": base.startswith("https://"),
+        }
+
+    def own_response(handle: str, name: str, token: str, sent: int | None, notice: str | None = None,
+                     orders_text: str = "", status: int = 200) -> Response:
+        data = read(own_data, handle, name, token, sent)
         if data is None:
             return PlainTextResponse(
                 "This link does not open a game any more: it has expired, or the password changed since it was "
                 f"sent. Mail 'status {name}' to pbm@{domain} for a new one.\n", status_code=403,
                 headers=SECURITY_HEADERS)
+        data.update(notice=notice, orders_text=orders_text)
         response = html("web/own.html", data, f"/games/{data['name']}.json")
+        response.status_code = status
         response.headers["Cache-Control"] = "private, no-store"
         return response
+
+    async def own_orders(request: Request) -> Response:
+        """An own view's form sent: its orders stored in the inbox as a mail from
+        the account's address (web/home.py), then 303 to the page that shows it."""
+        handle, name = request.path_params["handle"], request.path_params["name"]
+        token = request.query_params.get("k", "")
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
+            return PlainTextResponse("expected a form (application/x-www-form-urlencoded)\n", status_code=415,
+                                     headers=SECURITY_HEADERS)
+        body = await _small_body(request, home.ORDERS_BODY_LIMIT)
+        if body is None:
+            return PlainTextResponse(f"the form is too large: orders of at most {home.ORDERS_CHARS} characters\n",
+                                     status_code=413, headers=SECURITY_HEADERS)
+        try:
+            form = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=10, strict_parsing=False)
+        except (UnicodeDecodeError, ValueError):
+            return PlainTextResponse("the form could not be read\n", status_code=400, headers=SECURITY_HEADERS)
+        field = {k: (form.get(k) or [""])[0] for k in ("orders", "password", "nonce", "form")}
+        return await run_in_threadpool(send_orders, handle, name, token, field)
+
+    def send_orders(handle: str, name: str, token: str, field: dict[str, str]) -> Response:
+        assert settings is not None
+        now = clock.now()
+        with db.read() as s:
+            game = pages.any_game(s, name)
+            account = links.check(s, "view", handle, game.name, token, now) if game is not None else None
+            ours = game is not None and account is not None and \
+                home.form_holds(s, account, game.name, field["nonce"], field["form"])
+            creds = credentials_by_email(s, account.email) if ours and account is not None else None
+            game_name, shown, email = (game.name, account.handle, account.email) \
+                if game is not None and account is not None else ("", "", "")
+        if not email:
+            return own_response(handle, name, token, None)  # the link's own refusal
+        if not ours:
+            return PlainTextResponse("This form was not made for this page (another player's or another "
+                                     "game's): nothing was sent. Open your own view again and use its form.\n",
+                                     status_code=403, headers=SECURITY_HEADERS)
+        orders = field["orders"]
+        if not orders.strip() or len(orders) > home.ORDERS_CHARS:
+            return own_response(handle, name, token, None, "Nothing was sent: write your orders in the box (at most "
+                                f"{home.ORDERS_CHARS} characters).", orders[:home.ORDERS_CHARS], 400)
+        if not field["password"]:
+            return own_response(handle, name, token, None, "Nothing was sent: your password is needed, as in a "
+                                "mail.", orders, 400)
+        # the same gate as a mail's $$password$$: counted, throttled, audited
+        def unlock_code(s: Any, acc: Any, until: datetime) -> None:  # as a mail's gate does (pipeline/worker.py)
+            mail_unlock_code(s, Composer(settings), settings, acc, until, clock.now())
+
+        gate = CredentialGate(db, settings, email, now, on_lockout=unlock_code)
+        verdict = gate.check(creds, field["password"])
+        if verdict != OK:
+            why = " ".join(gate.notes) if verdict == THROTTLED else \
+                "That is not your password: nothing was sent, and the failed try is counted as a mail's would be."
+            return own_response(handle, name, token, None, why, orders, 429 if verdict == THROTTLED else 403)
+        raw = home.web_mail(handle=shown, email=email, game=game_name, domain=domain, nonce=field["nonce"],
+                            orders=orders, password=field["password"], now=now,
+                            authserv_id=settings.trusted_authserv_id)
+        inbox_id = store_messages(db, [(email, [f"{game_name}@{domain}"], raw)])[0]
+        if on_stored is not None:
+            on_stored()
+        return RedirectResponse(f"/me/{shown}/{game_name}?k={token}&sent={inbox_id}", status_code=303,
+                                headers={**SECURITY_HEADERS, "Cache-Control": "no-store"})
+
+    def me(request: Request) -> Response:
+        """A player's home (web/home.py): private, never cached, never indexed."""
+        handle, token = request.path_params["handle"], request.query_params.get("k", "")
+        data = read(home.home_page, handle, token, domain, clock.now())
+        if data is None:
+            return PlainTextResponse(
+                "This link does not open a home any more: it has expired, or the password changed since it was "
+                f"sent. Mail 'status' to pbm@{domain} for a new one.\n", status_code=403, headers=SECURITY_HEADERS)
+        response = html("web/home.html", data, "")
+        response.headers["Cache-Control"] = "private, no-store"
+        return response
+
+    def my_calendar(request: Request) -> Response:
+        handle, token = request.path_params["handle"], request.query_params.get("k", "")
+        with db.read() as s:
+            body = home.player_calendar(s, handle, token, domain, base, clock.now())
+        if body is None:
+            return PlainTextResponse("This calendar link does not work any more: it has expired, or the password "
+                                     "changed since it was made. Your home page has a new one.\n", status_code=403,
+                                     headers=SECURITY_HEADERS)
+        return Response(body, media_type="text/calendar; charset=utf-8",
+                        headers={"Cache-Control": "private, no-store"})
+
+    def game_calendar(request: Request) -> Response:
+        name = request.path_params["name"]
+        with db.read() as s:
+            body = home.game_calendar(s, name, domain, base, clock.now())
+        if body is None:
+            return not_found(f"no game named {name} here")
+        return Response(body, media_type="text/calendar; charset=utf-8")
 
     def stop_target(request: Request) -> tuple[dict[str, Any], Response | None]:
         handle, name, stream = (request.path_params[k] for k in ("handle", "name", "stream"))
@@ -505,7 +634,11 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         Route("/games/{name}/turns/{turn}", cached(turn), methods=["GET", "HEAD"]),
         Route("/games/{name}/feed.atom", cached(feed), methods=["GET"]),
         Route("/players/{handle}", cached(player), methods=["GET", "HEAD"]),
+        Route("/games/{name}/deadlines.ics", cached(game_calendar), methods=["GET"]),
+        Route("/me/{handle}", me, methods=["GET", "HEAD"]),
+        Route("/me/{handle}/deadlines.ics", my_calendar, methods=["GET"]),
         Route("/me/{handle}/{name}", own, methods=["GET", "HEAD"]),
+        Route("/me/{handle}/{name}", own_orders, methods=["POST"]),
         Route("/unsubscribe/{handle}/{name}/{stream}", unsubscribe, methods=["GET", "POST"]),
         Route("/static/pbm.css", style, methods=["GET"]),
     ])

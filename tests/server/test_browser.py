@@ -8,6 +8,7 @@ directory."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -172,3 +173,72 @@ def test_a_player_page_from_a_game_page_shows_the_curio_rating_chart(pbm: PbmSer
     assert ratings == ["1516", "1531"]
     assert "@example.org" not in browser.page_source
     shots(browser, "player", screenshots)
+
+
+def test_a_player_plays_a_turn_from_the_web(pbm_stopped: PbmServer, browser, screenshots):
+    """Issue 42: from a report mail's link to the home, on to the own view,
+    orders sent with its form (no script, no cookie): a wrong password does
+    nothing; the right one is stored, handled once and answered by the same
+    reply mail as a mail's, shown on the page; the same form sent twice is one
+    order; and the turn run uses them."""
+    import urllib.parse
+    import urllib.request
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    pbm = pbm_stopped
+    pbm.set_clock(START)
+    pbm.start()
+    pbm.game_of_three()
+    pbm.run_turn("ring1")
+    report = next(m for m in pbm.inbox("ann@example.org") if str(m["Subject"]).endswith("round 1 report"))
+    home = re.search(r"(http://\S+/me/ann\?k=\S+)", pbm.text(report)).group(1)
+
+    browser.get(home)
+    assert browser.find_element("tag name", "h1").text.startswith("Your games")
+    assert "your orders for round 2 are due in" in main_text(browser)
+    shots(browser, "home", screenshots)
+    click_and_wait(browser, browser.find_element("css selector", "li.home-game h2 a"),
+                   lambda d: "as ann sees it" in d.find_element("tag name", "h1").text)
+    assert browser.find_elements("link text", "All your games")  # the own view links home
+    own = browser.current_url
+    rows = pbm.sql("SELECT count(*) FROM inbox")[0][0]
+
+    def send(orders: str, password: str, ready) -> None:
+        box = browser.find_element("name", "orders")
+        box.clear()
+        box.send_keys(orders)
+        browser.find_element("name", "password").send_keys(password)
+        click_and_wait(browser, browser.find_element("css selector", "form.orders-form button"), ready)
+
+    # a wrong password: refused on the page, nothing stored
+    send("GIVE 3 TO bob", "not-my-password", lambda d: "not your password" in main_text(d))
+    assert pbm.sql("SELECT count(*) FROM inbox")[0][0] == rows
+    # the right one: the page says it is received, then (it reloads itself) what the server answered
+    fields = {e.get_attribute("name"): e.get_attribute("value")
+              for e in browser.find_elements("css selector", "form.orders-form input[type=hidden]")}
+    send("GIVE 3 TO bob", "ann-pass-1", lambda d: "sent=" in d.current_url)
+    WebDriverWait(browser, 20, poll_frequency=0.2).until(
+        lambda d: "Your orders from the web: handled" in main_text(d))
+    answer = browser.find_element("css selector", "pre.reply").text
+    assert "GIVE 3 TO bob" in answer and "ann-pass-1" not in browser.page_source
+    shots(browser, "own-sent", screenshots)
+    (reply,) = [m for m in pbm.inbox("ann@example.org") if (m["In-Reply-To"] or "").startswith("<web.")]
+    assert "GIVE 3 TO bob" in pbm.text(reply) and "ann-pass-1" not in pbm.text(reply)
+
+    # the same form sent again (a second click that got through): one order, no second reply
+    body = urllib.parse.urlencode({**fields, "orders": "GIVE 3 TO bob", "password": "ann-pass-1"}).encode()
+    request = urllib.request.Request(own, data=body, method="POST",
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+    with urllib.request.urlopen(request, timeout=20) as resp:  # follows the 303
+        again = resp.url
+    pbm.settle()
+    browser.get(again)
+    WebDriverWait(browser, 20, poll_frequency=0.2).until(lambda d: "it counted once" in main_text(d))
+    assert len([m for m in pbm.inbox("ann@example.org") if (m["In-Reply-To"] or "").startswith("<web.")]) == 1
+    assert pbm.sql("SELECT status FROM inbox WHERE id > :n ORDER BY id", n=rows) == [("done",), ("duplicate",)]
+
+    # the turn runs with them
+    pbm.run_turn("ring1")
+    round2 = next(m for m in pbm.inbox("bob@example.org") if str(m["Subject"]).endswith("round 2 report"))
+    assert "ann held 3 and gave 3 to bob." in pbm.text(round2)
