@@ -35,8 +35,8 @@ def leaders(series: dict[str, list[tuple[int, float]]]) -> list[str]:
 
 
 def _nice_step(span: float) -> int:
-    """A whole step of 1, 2 or 5 times a power of ten giving about four ticks over ``span``."""
-    rough = max(span / 4, 1.0)
+    """A whole step of 1, 2 or 5 times a power of ten giving three to five ticks over ``span``."""
+    rough = max(span / 5, 1.0)
     power = 1
     while power * 10 <= rough:
         power *= 10
