@@ -478,8 +478,7 @@ class GiveawayRules(Rules[GiveawayMail]):
                             "did": what_became(result, i, handles, own=False),
                             "held": p.holding, "received": p.got, "bonus": p.bonus,
                             "next": None if result.finished else p.next_holding})
-        return TurnView(f"round {result.round}", [Section(title=f"Round {result.round}", template="report.txt",
-                                                          data=data)], figures)
+        return TurnView(f"round {result.round}", [Section(template="report.txt", data=data)], figures)
 
     def join_hint(self, state: State) -> JoinHint | None:
         """JOIN until round 1 is resolved; closed after it (handle_join)."""

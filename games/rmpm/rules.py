@@ -540,8 +540,7 @@ class RmpmRules(Rules[RmpmMail]):
                             "did": did, "abbr": p.abbr, "alias": p.alias, "number": p.number, "an": p.an,
                             "pn": p.pn})
         return TurnView(f"week {game.last.get('week', turn)}",
-                        [Section(title=f"{self.title}: the update of week {game.last.get('week', turn)}",
-                                 template="report.txt", data=data)], figures)
+                        [Section(template="report.txt", data=data)], figures)  # its own heading
 
     def order_template(self, state: State, handle: str, last: list[str]) -> list[str] | None:
         """The orders held for the new week if any, else those of the week

@@ -363,7 +363,7 @@ def make_app(db: Database, settings: Settings | None = None) -> Starlette:
         data = read(pages.turn_page, composer, name, turn_number) \
             if turn_number is not None and composer is not None else None
         if data is None:
-            return not_found(f"{name} has no turn {number[:20]}")
+            return not_found(f"{name} has no processed turn {number[:20]}")
         if as_json:
             return JSONResponse({k: v for k, v in data.items() if k != "sections"})
         return html("web/turn.html", data, f"/games/{data['name']}/turns/{data['turn']}.json")
