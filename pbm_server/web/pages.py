@@ -196,7 +196,7 @@ def turn_page(session: Session, composer: Composer, name: str, turn: int) -> dic
         if view is None:
             return None
         data.update({"label": view.title, "sections": _drawn(composer, view.sections, game.kind),
-                     "figures": view.figures, "move": True})
+                     "figures": _coloured(rules.colours(game.state), view.figures), "move": True})
         return data
     snap = session.scalars(select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "after",
                                                   Snapshot.turn == turn - moves)
@@ -221,10 +221,16 @@ def turn_page(session: Session, composer: Composer, name: str, turn: int) -> dic
         "seed_sha256": seed_hash(snap.seed) if snap.seed else None,
         "report": snap.report,
         "sections": _drawn(composer, view.sections, game.kind) if view is not None else [],
-        "figures": figures,
+        "figures": _coloured(rules.colours(game.state), figures),
         "move": False,
     })
     return data
+
+
+def _coloured(colours: dict[str, int], figures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each player's row with their colour (the game's, as on its boards and charts)."""
+    known = charts.colour_map([f["handle"] for f in figures], colours)
+    return [{**f, "colour": known[f["handle"]]} for f in figures]
 
 
 def _drawn(composer: Composer, sections: list[Any], kind: str) -> list[dict[str, Any]]:

@@ -108,6 +108,8 @@ def test_rmpm_pages_draw_the_board_and_keep_each_players_colour(pbm: PbmServer, 
     figures = {f["handle"]: f for f in turn["figures"]}
     assert figures["bob"]["did"].startswith("01-06 25-11 -> 02-06 ") and figures["ann"]["did"] is None
     assert figures["bob"]["an"] > figures["ann"]["an"] and figures["ann"]["score"] == figures["bob"]["score"]
+    assert (figures["ann"]["colour"], figures["bob"]["colour"]) == (0, 1)
+    assert '<span class="swatch c1" aria-hidden="true"></span> <a href="/players/bob">bob</a>' in week2
 
 
 @pytest.mark.nodb
