@@ -32,6 +32,10 @@ from pbm_server.web import charts
 #: (game id, its newest processed turn's snapshot id) -> the chart and its table: made once per turn
 _CHARTS: dict[tuple[str, int, int], dict[str, Any] | None] = {}
 _CHARTS_KEPT = 256
+#: (database, game id, after-snapshot id, before-snapshot id) -> a processed turn's drawing (label, sections,
+#: figures): made once per turn
+_TURNS: dict[tuple[str, int, int, int], tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = {}
+_TURNS_KEPT = 64
 #: turns a chart shows, at most (the newest)
 CHART_TURNS = 30
 #: public press a game's page and feed show (the newest)
@@ -206,21 +210,30 @@ def turn_page(session: Session, composer: Composer, name: str, turn: int) -> dic
     before = session.scalars(select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "before",
                                                     Snapshot.turn == snap.turn, Snapshot.id < snap.id)
                              .order_by(Snapshot.id.desc()).limit(1)).first()
-    # a report that differed per player (hidden faces, own holdings) is never public: no drawing of it either
-    view = rules.turn_view(before.state if before is not None else None, snap.state, snap.turn, game.name) \
-        if snap.report is not None else None
-    if view is not None:
-        figures = view.figures
-    else:  # the public scores after the turn, where the kind keeps them
-        figures = [{"handle": h, "score": int(v), "standing": f"score {v}", "did": None}
-                   for h, v in rules.scores(snap.state)]
+    # a processed turn never changes: drawn once (a 10,000-player round takes seconds), whatever the game does since
+    key = (str(session.connection().engine.url), game.id, snap.id, before.id if before is not None else 0)
+    drawing = _TURNS.get(key)
+    if drawing is None:
+        # a report that differed per player (hidden faces, own holdings) is never public: no drawing of it either
+        view = rules.turn_view(before.state if before is not None else None, snap.state, snap.turn, game.name) \
+            if snap.report is not None else None
+        if view is not None:
+            drawing = (view.title, _drawn(composer, view.sections, game.kind), view.figures)
+        else:  # the report kept as text, the public scores after the turn where the kind keeps them
+            drawing = (f"{rules.turn_name} {turn}", [],
+                       [{"handle": h, "score": int(v), "standing": f"score {v}", "did": None}
+                        for h, v in rules.scores(snap.state)])
+        if len(_TURNS) >= _TURNS_KEPT:
+            _TURNS.pop(next(iter(_TURNS)))
+        _TURNS[key] = drawing
+    label, sections, figures = drawing
     data.update({
-        "label": view.title if view is not None else f"{rules.turn_name} {turn}",
+        "label": label,
         "processed_at": _iso(snap.created_at),
         "seed": snap.seed,
         "seed_sha256": seed_hash(snap.seed) if snap.seed else None,
         "report": snap.report,
-        "sections": _drawn(composer, view.sections, game.kind) if view is not None else [],
+        "sections": sections,
         "figures": _coloured(rules.colours(game.state), figures),
         "move": False,
     })
