@@ -222,6 +222,21 @@ class Notice:
 
 
 @dataclass
+class TurnView:
+    """One public turn page of a game (``Rules.turn_view``, ``Rules.move_turn``):
+    what an observer may see of it, drawn with the game's templates (the
+    sections), and one row of figures per player for programs: ``handle``,
+    ``score`` (an int, or None where the kind keeps none), ``standing`` (the
+    kind's own words for where they stand) and ``did`` (what they did in it,
+    None: nothing), plus any figures of the kind's own (numbers and short
+    texts only)."""
+
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class Outcome:
     state: State
     results: list[Result] = field(default_factory=list)
@@ -551,6 +566,33 @@ class Rules(Generic[MailT]):
         ``summary`` of a game lists it for each turn), highest first; []:
         the game keeps no public score."""
         return []
+
+    def colours(self, state: State) -> dict[str, int]:
+        """Each player's colour index (0-11: the boards' chip colours, the
+        charts' lines), stable for the game's life: the order in which
+        ``players`` lists them (join order for most kinds); a kind with a
+        player number of its own (rmpm) uses that.  Never by rank, so a
+        player keeps their colour in every chart and on every board."""
+        return {h: i % 12 for i, h in enumerate(self.players(state))}
+
+    def turn_view(self, before: State | None, after: State, turn: int, name: str) -> TurnView | None:
+        """The public page of processed turn ``turn`` of game ``name``
+        (``before``: the state it ran on, ``after``: the state it left), drawn as its report mail was;
+        None (the default): the page shows the report kept as text and the
+        public scores of ``after``.  Only what every player was told."""
+        return None
+
+    def move_turns(self, state: State) -> int | None:
+        """For a kind whose turns are not processed turns (curio: moves on
+        boards; sequence: plays): how many turn pages ``state`` holds, each
+        made by ``move_turn``.  None (the default): the turns are the
+        processed turns."""
+        return None
+
+    def move_turn(self, state: State, number: int, name: str) -> TurnView | None:
+        """Turn page ``number`` (1 to ``move_turns``) of such a kind, as an
+        observer sees it; None when there is none."""
+        return None
 
     def join_hint(self, state: State) -> JoinHint | None:
         """What a newcomer mails to take part in the game as ``state`` stands

@@ -22,6 +22,7 @@ from games.base import (
     Rules,
     Section,
     State,
+    TurnView,
     choice,
     sender_handle,
 )
@@ -47,7 +48,7 @@ from games.curio.model import (
 from games.curio.parse import USAGE
 from games.curio.ratings import Ratings
 from games.curio.state import dump, load, validated
-from games.curio.view import board_data, board_text, games_text, history_text
+from games.curio.view import board_data, board_text, games_text, history_text, status_line
 
 REGISTER_FIRST = NOT_REGISTERED
 #: new boards one mail may start: each one mails the other player
@@ -644,11 +645,40 @@ class CurioRules(Rules[CurioMail]):
         for number, board in sorted(game.boards.items()):
             side = board.side_of(viewer)
             data = board_data(board, side, ratings=rating_line(board, ratings))
-            clock = move_clock.clock_line(board)
-            sections.append(Section(title=f"Curio board {number}", text=board_text(data) + (f"\n{clock}" if clock else "")))
+            data["clock"] = move_clock.clock_line(board)
+            # the board's template, as the mails draw it: pieces on the web, the grid in text
+            sections.append(Section(title=f"Curio board {number}", template="board.txt", data=data,
+                                    text=board_text(data) + (f"\n{data['clock']}" if data["clock"] else "")))
         if not sections:
             sections.append(Section(title="Curio", text="No boards yet."))
         return sections
+
+    def move_turns(self, state: State) -> int | None:
+        """Turn N is move N on every board that has one: the most moves any
+        board of the game has made."""
+        return max((len(b.moves) for b in load(state).boards.values()), default=0)
+
+    def move_turn(self, state: State, number: int, name: str) -> TurnView | None:
+        """Every board that made a move ``number``, as an observer saw it
+        just after that move (faces only the players know stay hidden, as
+        ``curio show <board>#<n>`` shows an observer); per player on such a
+        board their side, the move if it was theirs, and the board's state."""
+        boards = [b for _, b in sorted(load(state).boards.items()) if len(b.moves) >= number >= 1]
+        if not boards:
+            return None
+        sections, figures = [], []
+        for board in boards:
+            data = board_data(board, None, at=number)
+            sections.append(Section(title=f"Board {board.number}: move {number}", template="board.txt", data=data))
+            mover = board.mover(number)
+            over = number == len(board.moves) and not board.active
+            standing = status_line(board, None) if over else \
+                f"{SIDE_NAME[opponent(mover)]} to move (move {number + 1})"
+            for side in (LIGHT, DARK):
+                figures.append({"handle": board.handle(side), "score": None, "board": board.number,
+                                "side": SIDE_NAME[side], "standing": standing,
+                                "did": board.moves[number - 1] if side == mover else None})
+        return TurnView(f"move {number}", sections, figures)
 
     def rating_history(self, state: State, handle: str) -> list[dict[str, Any]]:
         """``handle``'s Elo rating after each of their finished boards, in the

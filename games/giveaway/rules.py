@@ -28,6 +28,7 @@ from games.base import (
     Rules,
     Section,
     State,
+    TurnView,
     acceptance,
     actor_problem,
     refusal,
@@ -40,6 +41,7 @@ from games.giveaway.model import (
     MIN_PLAYERS,
     NO_ORDER_CHOICES,
     OVER,
+    ROUND_BONUS,
     START_HOLDING,
     Game,
     Gift,
@@ -49,7 +51,7 @@ from games.giveaway.model import (
 )
 from games.giveaway.resolve import advance, resolve_round
 from games.giveaway.state import dump, load, validated
-from games.giveaway.view import FULL_REPORT_PLAYERS, order_data, own_reports, pts, report_data
+from games.giveaway.view import FULL_REPORT_PLAYERS, order_data, own_reports, pts, report_data, what_became
 
 
 def parse_no_order(text: str) -> str:
@@ -414,7 +416,13 @@ class GiveawayRules(Rules[GiveawayMail]):
             ordered = sum(1 for p in game.active if p.key in game.orders)
             lines.append(f"Orders received: {ordered} of {len(game.active)}.")
         text = "\n".join(lines) + "\n\n" + str(game)
-        sections = [Section(title=f"Giveaway - round {game.round}", text=text)]
+        # the text as before (status, game show) and, for the HTML part and the web, the same as a table
+        data = {"text": text, "lines": lines, "colours": self.colours(state),
+                "rows": [{"handle": p.handle, "holding": p.holding, "score": p.score} for p in game.active],
+                "gone": [p.handle for p in game.players if not p.active],
+                "rings": [{"round": last["round"], "amount": amount, "path": " > ".join(names + names[:1])}
+                          for last in [game.last or {}] for amount, names in last.get("rings", [])]}
+        sections = [Section(title=f"Giveaway - round {game.round}", text=text, template="standing.txt", data=data)]
         me = game.find(viewer) if viewer else None
         if me is not None and me.active and not game.over:
             sections.append(_order_section(game, me.handle, refused=False, show_lines=True))
@@ -441,6 +449,36 @@ class GiveawayRules(Rules[GiveawayMail]):
         """Each player's score of the last round (the report shows them to all)."""
         rows = [(p.handle, p.score) for p in load(state).players if p.score is not None]
         return sorted(((h, int(n)) for h, n in rows), key=lambda r: (-r[1], r[0].lower()))
+
+    def turn_view(self, before: State | None, after: State, turn: int, name: str) -> TurnView | None:
+        """The round report as it was mailed, worked out again from the
+        orders the round ran on (``before``) -- the round is pure -- and
+        checked against the scores it left (``after``).  Who was away
+        (ABSENT, kept their holding) is read from ``after``: their next
+        holding is their score, the round bonus and what they kept."""
+        if before is None:
+            return None
+        old, new = load(before), load(after)
+        if not new.last or new.last.get("round") != old.round:
+            return None  # the round could not start: the kept text says why
+        now = {p.handle: p for p in new.players}
+        absent = frozenset(p.handle for p in old.active if p.key not in old.orders
+                           and (q := now.get(p.handle)) is not None and q.score is not None
+                           and q.holding - q.score - ROUND_BONUS > 0)
+        result = resolve_round(old, absent=absent)
+        if any(now[h].score != s for h, s in result.scores.items() if h in now):
+            return None  # not the round that was run (an imported or edited state): the kept text
+        data = report_data(result, name)
+        handles = [p.handle for p in result.players]
+        figures = []
+        for i, p in enumerate(result.players):
+            figures.append({"handle": p.handle, "score": p.score,
+                            "standing": f"score {p.score}" + ("" if result.finished else
+                                                              f", holds {p.next_holding} for round {result.round + 1}"),
+                            "did": what_became(result, i, handles, own=False),
+                            "held": p.holding, "received": p.got, "bonus": p.bonus,
+                            "next": None if result.finished else p.next_holding})
+        return TurnView(f"round {result.round}", [Section(template="report.txt", data=data)], figures)
 
     def join_hint(self, state: State) -> JoinHint | None:
         """JOIN until round 1 is resolved; closed after it (handle_join)."""

@@ -25,6 +25,7 @@ from games.base import (
     Rules,
     Section,
     State,
+    TurnView,
 )
 from games.names import looks_alike
 from games.rmpm import parse
@@ -34,7 +35,7 @@ from games.rmpm.help import rule_book
 from games.rmpm.model import START_CAPITAL, Game, Player, Position, Sketch
 from games.rmpm.parse import ORDER_NAMES
 from games.rmpm.state import dump, load, new_state, validated
-from games.rmpm.view import FULL_REPORT_PLAYERS, own_reports, report_data, update_data
+from games.rmpm.view import COLOURS, FULL_REPORT_PLAYERS, colour_of, own_reports, report_data, update_data
 
 REGISTER_FIRST = NOT_REGISTERED
 JOIN_HINT = "JOIN <abbr> <edge field> <edge field> <alias>, e.g. JOIN bd 01-05 25-10 blue dragon"
@@ -511,6 +512,35 @@ class RmpmRules(Rules[RmpmMail]):
         return {name: sorted(((h, int(p.get(key, 0))) for h, p in state["players"].items()),
                              key=lambda r: (-r[1], r[0].lower()))
                 for name, key in (("AN", "an"), ("PN", "pn"))}
+
+    def colours(self, state: State) -> dict[str, int]:
+        """The chip colour of each player's number (the board's legend)."""
+        return {h: colour_of(int(p["number"])) % COLOURS for h, p in state["players"].items()}
+
+    def turn_view(self, before: State | None, after: State, turn: int, name: str) -> TurnView | None:
+        """The weekly report as it was mailed: the update it left in the
+        state (``last``), the board, ownership and inventory after it; per
+        player their capital, AN and PN and the chips' move."""
+        game = load(after)
+        if not game.last:
+            return None
+        data = report_data(game)
+        moves = {m["number"]: m for m in game.last.get("moves", [])}
+        placed = {p["number"]: p for p in game.last.get("placed", [])}
+        figures = []
+        for p in sorted(game.players.values(), key=lambda q: q.number):
+            m = moves.get(p.number)
+            if m is not None and m["mn"] != "-":
+                did = f"{m['old']} -> {m['new']} (MN {m['mn']})"
+            elif p.number in placed:
+                did = f"chips placed on {placed[p.number]['chips']}"
+            else:
+                did = None
+            figures.append({"handle": p.handle, "score": p.capital, "standing": f"{p.capital} wcu, AN {p.an}, PN {p.pn}",
+                            "did": did, "abbr": p.abbr, "alias": p.alias, "number": p.number, "an": p.an,
+                            "pn": p.pn})
+        return TurnView(f"week {game.last.get('week', turn)}",
+                        [Section(template="report.txt", data=data)], figures)  # its own heading
 
     def order_template(self, state: State, handle: str, last: list[str]) -> list[str] | None:
         """The orders held for the new week if any, else those of the week

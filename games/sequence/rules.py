@@ -24,6 +24,7 @@ from games.base import (
     Rules,
     Section,
     State,
+    TurnView,
     sender_handle,
 )
 from games.sequence.help import rule_book
@@ -39,6 +40,7 @@ from .model import (
     explain_total,
     play_note,
     points_for,
+    ranked,
 )
 from .state import plays_in_order, validated
 from .view import FULL_REPORT_PLAYERS
@@ -468,6 +470,54 @@ class SequenceRules(Rules[SequenceMail]):
             final = {h: int(p["score"]) for h, p in state["players"].items()}
             out[-1] = (out[-1][0], sorted(final.items(), key=lambda r: (-r[1], r[0].lower())))
         return out
+
+    def move_turns(self, state: State) -> int | None:
+        """Each play is a turn page (the closing deadline, with its bonuses,
+        is the one after the last play)."""
+        return len(plays_in_order(state))
+
+    def move_turn(self, state: State, number: int, name: str) -> TurnView | None:
+        """Play ``number``: who played which piece, what it scored and why,
+        the plays up to it (the last ten) and the standings after it, as the
+        play's public mail showed them."""
+        encoded = plays_in_order(state)
+        if not 1 <= number <= len(encoded):
+            return None
+        players = state["players"]
+        running = {h: [0, 0, int(p.get("joined", 0))] for h, p in players.items()}
+        for n, text in enumerate(encoded[:number], 1):
+            play = Play.decode(n, text)
+            row = running.setdefault(play.handle, [0, 0, len(running) + 1])
+            if play.points:
+                row[0] += play.points
+                row[1] = n
+        standings = ranked((h, s, r, j) for h, (s, r, j) in running.items())
+        game = Game.from_state(state)
+        plays = game.plays_data(max(1, number - 9), number)
+        this = plays[-1]
+        data = {"game": name, "number": number, "play": this, "plays": plays, "standings": standings,
+                "count": len(encoded), "finished": bool(state.get("finished")) and number == len(encoded)}
+        place = {r["handle"]: r for r in standings}
+        figures = [{"handle": r["handle"], "score": r["score"], "standing": f"place {r['place']}",
+                    "did": (f"piece {this['piece']}: {this['signed']} x {this['multiplier']}, total {this['total']}, "
+                            f"{this['note']}") if r["handle"] == this["handle"] else None}
+                   for r in standings]
+        return TurnView(f"play {number}", [Section(title=f"Play {number} of {len(encoded)}", template="turn.txt",
+                                                   data=data)],
+                        sorted(figures, key=lambda f: place[f["handle"]]["place"]))
+
+    def turn_view(self, before: State | None, after: State, turn: int, name: str) -> TurnView | None:
+        """The closing deadline: the final report (bonuses, final standings)."""
+        if not after.get("finished"):
+            return None
+        game = Game.from_state(after)
+        standings = game.standings()
+        bonuses: dict[str, list[str]] = {}
+        for b in game.bonuses:
+            bonuses.setdefault(b["handle"], []).append(f"+{b['points']}: {b['reason']}")
+        figures = [{"handle": r["handle"], "score": r["score"], "standing": f"place {r['place']}",
+                    "did": "; ".join(bonuses[r["handle"]]) if r["handle"] in bonuses else None} for r in standings]
+        return TurnView("the deadline", self.view(after, None), figures)
 
     def hidden_from(self, state: State, viewer: str | None) -> list[str]:
         """Plays and pieces are public; the e-mail addresses the pieces came

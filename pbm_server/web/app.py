@@ -372,7 +372,8 @@ def make_app(db: Database, settings: Settings | None = None,
             return not_found(f"no game named {name} here")
         if as_json:
             chart = data["chart"]
-            return JSONResponse({k: v for k, v in data.items() if k not in ("board", "chart")}
+            return JSONResponse({k: v for k, v in data.items() if k not in ("board", "chart", "colours",
+                                                                             "move_turns_shown")}
                                 | {"board": [{"title": p["title"], "text": p["text"]} for p in data["board"]],
                                    "scores": [{"handle": r["handle"], "by_turn": {str(t): v for t, v in r["scores"].items()}}
                                               for r in chart["rows"]] if chart else [],
@@ -389,11 +390,12 @@ def make_app(db: Database, settings: Settings | None = None,
         as_json = number.endswith(".json")
         number = number.removesuffix(".json")
         turn_number = plain_number(number, TURN_DIGITS)
-        data = read(pages.turn_page, name, turn_number) if turn_number is not None else None
+        data = read(pages.turn_page, composer, name, turn_number) \
+            if turn_number is not None and composer is not None else None
         if data is None:
             return not_found(f"{name} has no processed turn {number[:20]}")
         if as_json:
-            return JSONResponse(data)
+            return JSONResponse({k: v for k, v in data.items() if k != "sections"})
         return html("web/turn.html", data, f"/games/{data['name']}/turns/{data['turn']}.json")
 
     def feed(request: Request) -> Response:
@@ -403,7 +405,13 @@ def make_app(db: Database, settings: Settings | None = None,
             return not_found(f"no game named {name} here")
         times = [t["processed_at"] for t in data["turns"][-1:]] + [p["sent_at"] for p in data["press"][:1]]
         updated = max(times) if times else datetime(2000, 1, 1, tzinfo=timezone.utc).isoformat()
-        body = public(env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated, **data))
+        # the newest turns' scores and the newest turns of moves (curio moves, sequence plays)
+        with db.read() as s:
+            entries = pages.feed_entries(s, composer, name, data) if composer is not None else []
+        if entries:
+            updated = max([updated, *(e["updated"] for e in entries if e["updated"])])
+        body = public(env.get_template("web/feed.xml").render(domain=domain, base=base, updated=updated,
+                                                              entries=entries or [], **data))
         # a press or a name may hold a character XML 1.0 allows nowhere (U+FFFE, C0 controls):
         # one would make the feed no XML for every reader (issue 41.5)
         return Response(xml_chars(body), media_type="application/atom+xml")

@@ -32,6 +32,10 @@ from pbm_server.web import charts
 #: (game id, its newest processed turn's snapshot id) -> the chart and its table: made once per turn
 _CHARTS: dict[tuple[str, int, int], dict[str, Any] | None] = {}
 _CHARTS_KEPT = 256
+#: (database, game id, after-snapshot id, before-snapshot id) -> a processed turn's drawing (label, sections,
+#: figures): made once per turn
+_TURNS: dict[tuple[str, int, int, int], tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = {}
+_TURNS_KEPT = 64
 #: turns a chart shows, at most (the newest)
 CHART_TURNS = 30
 #: public press a game's page and feed show (the newest)
@@ -90,7 +94,9 @@ def games_index(session: Session, domain: str) -> dict[str, Any]:
     return {"games": [_summary(g, domain) for g in games]}
 
 
-def _turns(session: Session, game: Game) -> list[dict[str, Any]]:
+def _turns(session: Session, game: Game, offset: int = 0) -> list[dict[str, Any]]:
+    """The processed turns; ``offset``: the turn pages of moves before them
+    (sequence: its plays come first, the closing deadline after them)."""
     afters = session.scalars(select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "after")
                              .order_by(Snapshot.id)).all()
     last: dict[int, Snapshot] = {}
@@ -103,7 +109,7 @@ def _turns(session: Session, game: Game) -> list[dict[str, Any]]:
     def voided(snap: Snapshot) -> bool:
         return any(back <= snap.turn and rid > snap.id for back, rid in rollbacks)
     return [{
-        "turn": t,
+        "turn": t + offset,
         "processed_at": _iso(s.created_at),
         "seed": s.seed,
         "seed_sha256": seed_hash(s.seed) if s.seed else None,
@@ -134,45 +140,120 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
         title, text, html = composer.section(section, game.kind)
         board.append({"title": title, "text": text, "html": html})
     handles = list(rules.players(game.state))
+    colours = rules.colours(game.state)
     data = _summary(game, domain, handles)
+    moves = rules.move_turns(game.state)
+    scores = dict(rules.scores(game.state))
     data.update({
-        "chart": _play_chart(game) if hasattr(rules, "score_history") else
-        _chart(session, game) if rules.has_turns else None,
+        "chart": _play_chart(game, colours) if hasattr(rules, "score_history") else
+        _chart(session, game, colours) if rules.has_turns else None,
         "handles": handles[:PLAYERS_NAMED],
+        # every player, with their colour (the same on the boards and in the charts) and public score
+        "roster": [{"handle": h, "colour": colours.get(h, 0), "score": scores.get(h)} for h in handles],
+        "colours": colours,
         "press": public_press(session, game),
         "board": board,
-        "turns": _turns(session, game) if rules.has_turns else [],
+        "turns": _turns(session, game, moves or 0) if rules.has_turns else [],
+        "move_turns": moves,
+        "move_turns_shown": _move_turns_shown(moves),
         "open_turn_seed_sha256": seed_hash(game.turn_seed) if rules.has_turns else None,
         "deadline_rule": game.deadline,
         # votes under way, who paused the game, who is ready (play/votes.py, readycheck.py)
         "people": votes.shown(session, game) + readycheck.shown(session, game),
+        "updated_at": _iso(game.updated_at),
     })
     return data
 
 
-def turn_page(session: Session, name: str, turn: int) -> dict[str, Any] | None:
-    """One processed turn of a game: its public report, published seed hash
-    and revealed seed; None when there is no such game or turn."""
+#: the turn pages of moves (curio, sequence) a game's page links: the first and the newest
+MOVE_TURNS_LINKED = 10
+
+
+def _move_turns_shown(moves: int | None) -> list[int]:
+    if not moves:
+        return []
+    newest = list(range(max(1, moves - MOVE_TURNS_LINKED + 1), moves + 1))
+    return ([1] if newest[0] > 1 else []) + newest
+
+
+def turn_page(session: Session, composer: Composer, name: str, turn: int) -> dict[str, Any] | None:
+    """Turn page ``turn`` of a game, or None when there is none (or the game
+    is private).  A kind's turns (docs/web.md): its processed turns (rmpm,
+    giveaway, agora_rpg), drawn as their report mails (``Rules.turn_view``),
+    or its moves (``Rules.move_turns``: curio's move N on every board,
+    sequence's plays, then its closing deadline).  Each with its previous
+    and next turn, and one row of figures per player; only what an observer
+    may see (a report that differed per player is never shown)."""
     game = _public_game(session, name)
-    if game is None:
-        return None
-    snap = session.scalars(select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "after",
-                                                  Snapshot.turn == turn).order_by(Snapshot.id.desc()).limit(1)).first()
-    if snap is None:
+    if game is None or turn < 1:
         return None
     rules = get_rules(game.kind)
-    return {
-        "name": game.name,
-        "kind": game.kind,
-        "title": rules.title,
-        "turn_name": rules.turn_name,
-        "turn": turn,
+    moves = rules.move_turns(game.state) or 0
+    processed = sorted(t + moves for t in session.scalars(select(Snapshot.turn).where(
+        Snapshot.game_id == game.id, Snapshot.phase == "after").distinct()).all())
+    data: dict[str, Any] = {
+        "name": game.name, "kind": game.kind, "title": rules.title, "turn_name": rules.turn_name, "turn": turn,
+        "processed_at": None, "seed": None, "seed_sha256": None, "report": None,
+        "previous": turn - 1 if turn > 1 and (turn - 1 <= moves or turn - 1 in processed) else None,
+        "next": turn + 1 if turn + 1 <= moves or turn + 1 in processed else None,
+    }
+    if turn <= moves:
+        view = rules.move_turn(game.state, turn, game.name)
+        if view is None:
+            return None
+        data.update({"label": view.title, "sections": _drawn(composer, view.sections, game.kind),
+                     "figures": _coloured(rules.colours(game.state), view.figures), "move": True})
+        return data
+    snap = session.scalars(select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "after",
+                                                  Snapshot.turn == turn - moves)
+                           .order_by(Snapshot.id.desc()).limit(1)).first()
+    if snap is None:
+        return None
+    before = session.scalars(select(Snapshot).where(Snapshot.game_id == game.id, Snapshot.phase == "before",
+                                                    Snapshot.turn == snap.turn, Snapshot.id < snap.id)
+                             .order_by(Snapshot.id.desc()).limit(1)).first()
+    # a processed turn never changes: drawn once (a 10,000-player round takes seconds), whatever the game does since
+    key = (str(session.connection().engine.url), game.id, snap.id, before.id if before is not None else 0)
+    drawing = _TURNS.get(key)
+    if drawing is None:
+        # a report that differed per player (hidden faces, own holdings) is never public: no drawing of it either
+        view = rules.turn_view(before.state if before is not None else None, snap.state, snap.turn, game.name) \
+            if snap.report is not None else None
+        if view is not None:
+            drawing = (view.title, _drawn(composer, view.sections, game.kind), view.figures)
+        else:  # the report kept as text, the public scores after the turn where the kind keeps them
+            drawing = (f"{rules.turn_name} {turn}", [],
+                       [{"handle": h, "score": int(v), "standing": f"score {v}", "did": None}
+                        for h, v in rules.scores(snap.state)])
+        if len(_TURNS) >= _TURNS_KEPT:
+            _TURNS.pop(next(iter(_TURNS)))
+        _TURNS[key] = drawing
+    label, sections, figures = drawing
+    data.update({
+        "label": label,
         "processed_at": _iso(snap.created_at),
         "seed": snap.seed,
         "seed_sha256": seed_hash(snap.seed) if snap.seed else None,
-        # a report that differed per player (hidden faces, own holdings) is never public
         "report": snap.report,
-    }
+        "sections": sections,
+        "figures": _coloured(rules.colours(game.state), figures),
+        "move": False,
+    })
+    return data
+
+
+def _coloured(colours: dict[str, int], figures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each player's row with their colour (the game's, as on its boards and charts)."""
+    known = charts.colour_map([f["handle"] for f in figures], colours)
+    return [{**f, "colour": known[f["handle"]]} for f in figures]
+
+
+def _drawn(composer: Composer, sections: list[Any], kind: str) -> list[dict[str, Any]]:
+    out = []
+    for section in sections:
+        title, text, html = composer.section(section, kind)
+        out.append({"title": title, "text": text, "html": html})
+    return out
 
 
 def own_page(session: Session, composer: Composer, handle: str, name: str, token: str) -> dict[str, Any] | None:
@@ -193,7 +274,7 @@ def own_page(session: Session, composer: Composer, handle: str, name: str, token
             "expires": datetime.fromtimestamp(int(expires)).isoformat()}
 
 
-def _chart(session: Session, game: Game) -> dict[str, Any] | None:
+def _chart(session: Session, game: Game, colours: dict[str, int]) -> dict[str, Any] | None:
     """The public scores after each processed turn (``Rules.scores``) as a
     chart and a table; None for a game that keeps no public score."""
     rules = get_rules(game.kind)
@@ -220,12 +301,15 @@ def _chart(session: Session, game: Game) -> dict[str, Any] | None:
         for name, figures in rules.trends(state).items():
             for handle, value in figures:
                 more.setdefault(name, {}).setdefault(handle, []).append((turn, float(value)))
+    # one colour per player in every chart of the game: the game's own (join order, rmpm's number), then
+    # the players who have left in the order they first appear
+    known = charts.colour_map([h for s in (series, *more.values()) for h in s], colours)
     chart = _table(series, rules.turn_name, f"{game.name}: scores by {rules.turn_name}",
-                   f"The public scores after each {rules.turn_name} of the leaders after the last one.")
+                   f"The public scores after each {rules.turn_name} of the leaders after the last one.", known)
     if chart is not None:
         chart["more"] = {name: _table(s, rules.turn_name, f"{game.name}: {name} by {rules.turn_name}",
                                       f"{name} after each {rules.turn_name} of the leaders after the last one.",
-                                      from_zero=False, ident=f"chart-{name.lower()}")
+                                      known, ident=f"chart-{name.lower()}")
                          for name, s in more.items()}
     if len(_CHARTS) >= _CHARTS_KEPT:
         _CHARTS.pop(next(iter(_CHARTS)))
@@ -234,17 +318,20 @@ def _chart(session: Session, game: Game) -> dict[str, Any] | None:
 
 
 def _table(series: dict[str, list[tuple[int, float]]], x_name: str, title: str, caption: str,
-           from_zero: bool = True, ident: str = "chart") -> dict[str, Any] | None:
-    """A chart of ``series`` and the table of its figures (the lines it draws)."""
+           colours: dict[str, int], ident: str = "chart") -> dict[str, Any] | None:
+    """A chart of ``series`` and the table of its figures (the lines it draws);
+    with a single turn the table alone ("svg" is "")."""
     if not series:
         return None
     shown = charts.leaders(series)
     turns = sorted({t for h in shown for t, _ in series[h]})
-    return {"svg": charts.line_chart(series, x_name, title, from_zero=from_zero, ident=ident), "x_name": x_name,
-            "caption": caption, "turns": turns, "rows": [{"handle": h, "scores": dict(series[h])} for h in shown]}
+    colours = charts.colour_map(list(series), colours)
+    return {"svg": charts.line_chart(series, x_name, title, colours=colours, ident=ident), "x_name": x_name,
+            "caption": caption, "turns": turns,
+            "rows": [{"handle": h, "scores": dict(series[h]), "colour": colours[h]} for h in shown]}
 
 
-def _play_chart(game: Game) -> dict[str, Any] | None:
+def _play_chart(game: Game, colours: dict[str, int]) -> dict[str, Any] | None:
     """A sequence game's standings after its plays (``score_history``): every
     play's public mail shows them, so they are public from the first play on."""
     rules: Any = get_rules(game.kind)
@@ -255,10 +342,64 @@ def _play_chart(game: Game) -> dict[str, Any] | None:
     chart = _table(series, "play", f"{game.name}: scores by play",
                    "The public scores after the plays (at most "
                    f"{CHART_PLAYS}, spread over the game) of the leaders after the last one"
-                   + ("; the last point has the deadline's bonuses." if game.state.get("finished") else "."))
+                   + ("; the last point has the deadline's bonuses." if game.state.get("finished") else "."), colours)
     if chart is not None:
         chart["after"] = "play"
     return chart
+
+
+#: processed turns and turns of moves the feed has entries for (the newest)
+FEED_TURNS = 20
+FEED_MOVES = 10
+#: scores an entry names (the leaders)
+FEED_SCORES = 10
+
+
+def feed_entries(session: Session, composer: Composer, name: str, page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The feed's entries of turns, newest first: each processed turn (its
+    revealed seed and the leaders' public scores after it) and each of the
+    newest turns of moves (curio: move N on every board; sequence: play N),
+    with what was played and the scores.  The games keep no time per move:
+    such an entry's ``updated`` is the game's last change."""
+    game = _public_game(session, name)
+    if game is None:
+        return []
+    rules = get_rules(game.kind)
+    chart = page.get("chart")
+    by_turn: dict[int, list[tuple[str, float]]] = {}
+    if chart and chart.get("after", "turn") == "turn":
+        for row in chart["rows"]:
+            for t, v in row["scores"].items():
+                by_turn.setdefault(t, []).append((row["handle"], v))
+    moves = page.get("move_turns") or 0
+    final = [(r["handle"], r["score"]) for r in page["roster"] if r["score"] is not None]
+    out = []
+    for t in reversed(page["turns"][-FEED_TURNS:]):
+        scores = by_turn.get(t["turn"] - moves) or (final if moves else [])
+        title = f"turn {t['turn']}: the {rules.turn_name} processed" if moves else \
+            f"{rules.turn_name} {t['turn']} processed"
+        out.append({"turn": t["turn"], "title": title, "updated": t["processed_at"],
+                    "summary": f"{rules.turn_name.capitalize()} {t['turn']} of {game.name} was processed"
+                               + (f"; revealed seed {t['seed']}" if t["seed"] else "") + "."
+                               + _scores_text(scores)})
+    for n in range(moves, max(0, moves - FEED_MOVES), -1):
+        view = rules.move_turn(game.state, n, game.name)
+        if view is None:
+            continue
+        did = "; ".join(f"{f['handle']}" + (f" (board {f['board']})" if "board" in f else "") + f": {f['did']}"
+                        for f in view.figures if f["did"])
+        scores = [(f["handle"], f["score"]) for f in view.figures if f["score"] is not None]
+        out.append({"turn": n, "title": view.title, "updated": _iso(game.updated_at),
+                    "summary": (did + "." if did else f"{view.title.capitalize()}.") + _scores_text(scores)})
+    return out
+
+
+def _scores_text(scores: list[tuple[str, Any]]) -> str:
+    if not scores:
+        return ""
+    best = sorted(scores, key=lambda r: (-r[1], r[0].lower()))[:FEED_SCORES]
+    return " Scores: " + ", ".join(f"{h} {v:g}" for h, v in best) + (
+        f" and {len(scores) - FEED_SCORES} more" if len(scores) > FEED_SCORES else "") + "."
 
 
 def public_press(session: Session, game: Game) -> list[dict[str, Any]]:
@@ -311,6 +452,6 @@ def _rating(game: str, handle: str, history: list[dict[str, Any]]) -> dict[str, 
     rows = [dict(row, n=i) for i, row in enumerate(history, 1)][-RATED_SHOWN:]
     points = [(0, float(RATING_START))] if len(rows) == len(history) else []
     points += [(r["n"], float(r["rating"])) for r in rows]
-    svg = charts.line_chart({handle: points}, "rated board", f"{handle}: curio rating in {game}", from_zero=False,
+    svg = charts.line_chart({handle: points}, "rated board", f"{handle}: curio rating in {game}",
                             ident=f"rating-{game}") if rows else ""
     return {"game": game, "start": RATING_START, "svg": svg, "history": rows}
