@@ -86,6 +86,9 @@ def route(s: Session, local: str, text: CommandText, actor: Actor) -> Routed:
 #: pbm@ commands every game address answers as well: ``help`` with the
 #: game's rule book, ``status`` with the sender's state in that game
 AT_EVERY_GAME = ("help", "status")
+#: pbm@ commands about one game that its address answers too, the game's name
+#: understood when the line has none (play/people.py)
+AT_GAME_NAMED = ("resign", "take")
 
 
 def _server_lines_at_game(routed: Routed) -> None:
@@ -104,6 +107,10 @@ def _server_lines_at_game(routed: Routed) -> None:
             routed.server_lines.append(Line(cmd.line.number, f"help {routed.game_kind}" if bare else cmd.line.text))
         elif first == "status":
             routed.server_lines.append(Line(cmd.line.number, f"status {name}" if len(words) == 1 else cmd.line.text))
+        elif first in AT_GAME_NAMED and len(words) == 1:  # resign, take: this game (issue 44.2)
+            routed.server_lines.append(Line(cmd.line.number, f"{first} {name}"))
+        elif first in AT_GAME_NAMED:
+            routed.server_lines.append(cmd.line)
         else:
             routed.misdirected.append(cmd.line)
     routed.commands = kept
