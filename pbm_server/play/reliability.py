@@ -5,18 +5,19 @@ a row now -- "orders in 18 of 20 turns (90 %)".
 A turn is written down when it runs to its end (play/turns.py), one row
 per account that owed orders (``turn_duties``).  Who owes a turn:
 
-- a seated player (``Rules.players``), not on vacation/absent at the run,
-  whose seat is not resigned (play/people.py), and
-- in a game that collects orders for the turn (rmpm, giveaway: someone is
-  still waited for or has orders held), a player the game waits for or who
-  holds orders -- so an rmpm player whose chips are not on the board yet
-  owes nothing;
-- in a game whose actions take effect when they arrive (agora_rpg,
-  sequence; or a turn nobody is waited for in), every such player.
+a seated player (``Rules.players``), not on vacation/absent at the run,
+whose seat is not resigned (play/people.py) -- and in a game that collects
+orders (``Rules.waiting_for`` names someone: rmpm, giveaway), only one the
+game waits for or who mailed it during the turn.
 
-A player sent orders for the turn when orders of theirs are held for it, or
-a mail of theirs ran lines of the game during the turn (the mail's inbox row
-carries the turn's published stream, as ``who`` reads it).  Curio boards
+In a game that collects orders, the players it still waits for at the run
+missed the turn, and those it does not wait for who mailed the game during
+the turn sent them (the others, e.g. an rmpm player whose chips are not on
+the board yet, owed nothing).  In a game whose actions take effect when
+they arrive, a player sent orders when a mail of theirs ran lines of the
+game during the turn.  "Mailed the game during the turn": a mail whose inbox
+row carries the turn's published stream (as ``who`` reads it), or orders
+held for the turn.  Curio boards
 have no turns and are not counted.
 
 A turn run again after a rollback writes its rows again (the last run
@@ -128,23 +129,26 @@ def duties(session: Session, game: Game, rules: Rules[Any], state: State, absent
     except Exception:  # a state the rules cannot read: nobody
         return {}
     out_keys = {h.lower() for h in absent} | resigned_seats(session, game)
-    ordered = {h.lower() for h in session.scalars(select(Order.handle).where(Order.game_id == game.id,
-                                                                              Order.turn == game.turn))}
-    sent = set(ordered)
+    # who mailed the game in this turn: orders held for it, or a mail of theirs the game ran
+    active = {h.lower() for h in session.scalars(select(Order.handle).where(Order.game_id == game.id,
+                                                                             Order.turn == game.turn))}
     if game.turn_seed:
         sender = func.lower(InboundMail.mail_from)
         ran = select(sender.label("address")).where(InboundMail.game_id == game.id, InboundMail.status == "done",
-                                   InboundMail.seed == seed_hash(game.turn_seed)).distinct().subquery()
-        sent |= set(session.scalars(select(Account.handle_key).join(ran, ran.c.address == Account.email)))
-    collects = bool(waiting or ordered)
+                                                    InboundMail.seed == seed_hash(game.turn_seed)).distinct().subquery()
+        active |= set(session.scalars(select(Account.handle_key).join(ran, ran.c.address == Account.email)))
     owed: dict[str, bool] = {}
     for h in players:
         key = h.lower()
         if key in out_keys:
             continue
-        if collects and key not in waiting and key not in ordered:
-            continue
-        owed[h] = key in sent
+        if waiting:  # the game collects orders: those it waits for missed them
+            if key in waiting:
+                owed[h] = False
+            elif key in active:
+                owed[h] = True
+        else:  # actions take effect when they arrive: a mail that ran is the turn's orders
+            owed[h] = key in active
     return owed
 
 
