@@ -38,6 +38,7 @@ GAME_USAGE = (
     "game", Audience.GM,
     ("game new KIND NAME [KEY=VALUE ...] [deadline EXPR]", ""),
     ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off", ""),
+    ("game set NAME drop_after=N|off nmr=run|extend min_reliability=PERCENT|off", ""),
     ("game deadline NAME EXPR|none", ""),
     ("game pause NAME", ""),
     ("game resume NAME", ""),
