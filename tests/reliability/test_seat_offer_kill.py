@@ -14,7 +14,7 @@ import pytest
 
 from pbm_server.mail.inbound import store_messages
 from pbm_server.store.db import Database
-from tests.server.weeks import PW, addr, players, send
+from tests.server.weeks import PW, addr
 
 pytestmark = pytest.mark.process
 
@@ -22,19 +22,17 @@ PW.setdefault("eve", "eve-secret-77")
 
 
 def offered_and_two_takes(pbm) -> tuple[int, int]:
-    """gift with cat's seat offered, dan and eve standing by; their takes
-    (dan's first, with the Subject the failpoint kills) stored while the
-    server is stopped.  Returns the two inbox ids."""
-    pbm.start()
-    players(pbm, "ann", "bob", "cat", "dan", "eve")
-    pbm.new_game("giveaway", "gift")
-    for h in ("ann", "bob", "cat"):
-        send(pbm, h, "gift", "JOIN")
-    for h in ("dan", "eve"):
-        pbm.mail(addr(h), "pbm", f"available giveaway\n$${PW[h]}$$")
-    assert "the seat of cat is offered" in pbm.cli("game", "offer", "gift", "cat").stdout
-    pbm.settle()
-    pbm.stop()
+    """gift with cat's seat offered; the takes of dan and eve (dan's first,
+    with the Subject the failpoint kills) stored while the server is
+    stopped: it starts on them.  Set up with the CLI in this process, as
+    test_kill.py does (a CLI process costs seconds).  The two inbox ids."""
+    pbm._cli_here(("game", "new", "giveaway", "gift"), None, True)
+    for h in ("cat", "dan", "eve"):
+        pbm._cli_here(("account", "add", h, addr(h), "--password", PW[h]), None, True)
+        pbm.secrets.add(PW[h])
+    pbm._cli_here(("game", "add-player", "gift", "cat"), None, True)
+    out = pbm._cli_here(("game", "offer", "gift", "cat"), None, True)
+    assert "gift: the seat of cat is offered" in out.stdout, out.stdout
     mails = []
     for h, subject in (("dan", "take-kill"), ("eve", "take")):
         msg = pbm.build(addr(h), "gift", f"take\n$${PW[h]}$$", subject=subject)
@@ -47,8 +45,8 @@ def offered_and_two_takes(pbm) -> tuple[int, int]:
         db.dispose()
 
 
-@pytest.mark.heavy  # about 50 s on a shared machine, most of it the setup in processes; the CI keeps
-# the in-process take race of tests/server/test_people.py (a second take refused)
+@pytest.mark.heavy  # 34 s on the shared 2-core machine, nearly all of it two starts of `pbm serve`'s back end
+# (setup 2.5 s in this process); the CI keeps the in-process race of tests/server/test_people.py
 def test_a_take_killed_before_its_commit_is_decided_once(pbm_stopped):
     """The back end is killed after handling dan's take, before its commit,
     and the whole server with it; after the restart dan's take is handled
@@ -77,10 +75,10 @@ def test_a_take_killed_before_its_commit_is_decided_once(pbm_stopped):
     assert len([t for t in dan if "the seat of cat in gift is yours" in t]) == 1, dan
     assert len([t for t in eve if "no seat of gift is offered now" in t]) == 1, eve
     assert not [t for t in eve if "the seat of cat in gift is yours" in t]
-    assert len([m for m in pbm.inbox(addr("ann")) if "dan replaces cat" in str(m["Subject"])]) == 1
+    assert len([m for m in pbm.inbox(addr("cat")) if "a substitute took your seat" in str(m["Subject"])]) == 1
 
 
-@pytest.mark.heavy  # about a minute: two kills and restarts of the back end before the mail is set aside
+@pytest.mark.heavy  # about 30 s: two kills and restarts of the back end before the mail is set aside
 def test_a_take_killed_before_every_commit_is_set_aside_and_the_other_take_wins(pbm_stopped):
     """The take that kills its back end every time it is handled: after the
     second kill it is set aside (docs/reliability.md); nothing of it is left
@@ -96,9 +94,9 @@ def test_a_take_killed_before_every_commit_is_set_aside_and_the_other_take_wins(
     assert pbm.sql("SELECT count(*) FROM audit_log WHERE action = 'game replace'")[0][0] == 1
     assert dict(pbm.sql("SELECT id, status FROM inbox WHERE id IN (:a, :b)", a=dan_id, b=eve_id)) == \
         {dan_id: "shunted", eve_id: "done"}
-    who = pbm.flat(pbm.mail(addr("ann"), "pbm", "who gift"))
+    who = pbm.flat(pbm.mail(addr("dan"), "pbm", "who gift"))
     assert " eve " in who and " cat " not in who and " dan " not in who, who
     eve = [pbm.flat(m) for m in pbm.inbox(addr("eve"))]
     assert len([t for t in eve if "the seat of cat in gift is yours" in t]) == 1, eve
     assert not [m for m in pbm.inbox(addr("dan")) if "take" in str(m["Subject"])]
-    assert len([m for m in pbm.inbox(addr("ann")) if "eve replaces cat" in str(m["Subject"])]) == 1
+    assert len([m for m in pbm.inbox(addr("cat")) if "a substitute took your seat" in str(m["Subject"])]) == 1
