@@ -68,6 +68,8 @@ def test_a_dropped_players_seat_is_offered_taken_and_played_to_the_end(pbm):
         send(pbm, h, "gift", "JOIN")
     # dan and eve stand by; a curio board has no seats
     assert "you stand by as a substitute for: giveaway" in text_of(pbm, "dan", "pbm", "available giveaway")
+    helped = text_of(pbm, "dan", "pbm", "help")
+    assert "available KIND..." in helped and "take GAME" in helped and "resign GAME" in helped, helped
     assert "curio has no turns and no seats" in text_of(pbm, "eve", "pbm", "available curio")
     text_of(pbm, "eve", "pbm", "available giveaway rmpm")
     assert "you no longer stand by for rmpm; still for giveaway" in text_of(pbm, "eve", "pbm", "unavailable rmpm")
@@ -151,6 +153,12 @@ def test_nmr_extend_extends_a_deadline_once_then_runs(pbm):
     assert "No orders for round 2 from: cat" in pbm.flat(report)
     assert len(mails(pbm, "cat", "the deadline is extended")) == 1
     assert "orders in 1 of 2 turns (50 %)" in text_of(pbm, "ann", "pbm", "who gift")
+    # bob resigns at the game's address: the GM hears of the seat; a second resign is refused
+    assert "you have resigned from gift" in text_of(pbm, "bob", "gift", "resign")
+    [told] = mails(pbm, pbm.gm_address, "the seat of bob needs a new player")
+    assert "bob resigned" in pbm.flat(told)
+    assert "already waits for a new player" in text_of(pbm, "bob", "pbm", "resign gift")
+    assert "[seat waits for a substitute]" in text_of(pbm, "ann", "pbm", "who gift")
 
 
 def wait_mails(pbm, who: str, words: str) -> list:
@@ -192,3 +200,31 @@ def test_reliability_after_a_week_and_a_join_below_min_reliability(pbm):
     seated = text_of(pbm, "ann", "pbm", "who keen")
     assert "2 players ann no orders yet" in seated and " dan no orders yet" in seated and " bob " not in seated, seated
     assert "min_reliability=101 is not a setting" in gm(pbm, "game set keen min_reliability=101")
+    # agora_rpg acts on arrival: a mail that did something in the turn is its orders
+    pbm.cli("game", "new", "agora_rpg", "town")
+    send(pbm, "ann", "town", "JOIN", "MOVE Town Square -> Dungeon Level 1")
+    send(pbm, "dan", "town", "JOIN")
+    pbm.run_turn("town")
+    send(pbm, "ann", "town", "EXPLORE")
+    pbm.run_turn("town")
+    town = " ".join(text_of(pbm, "bob", "pbm", "who town").split())
+    assert "orders in 9 of 9 turns (100 %)" in town, town
+    assert "orders in 1 of 2 turns (50 %), 1 missed in a row now (new)" in town, town
+
+
+def test_two_takes_of_one_seat_waiting_together_are_decided_once(pbm_stopped):
+    """The CI's stand-in for the kill tests (tests/reliability/test_seat_offer_kill.py,
+    heavy): two takes of the one seat offered, stored before the server
+    starts and handled on its first pass: the first gets the seat, the second
+    is refused, one hand-over."""
+    from tests.reliability.test_seat_offer_kill import offered_and_two_takes
+
+    pbm = pbm_stopped
+    dan_id, eve_id = offered_and_two_takes(pbm)
+    pbm.start()
+    pbm.settle()
+    assert pbm.sql("SELECT a.handle FROM seat_offers s JOIN accounts a ON a.id = s.taken_by "
+                   "WHERE s.status = 'taken'") == [("dan",)]
+    assert pbm.sql("SELECT count(*) FROM audit_log WHERE action = 'game replace'")[0][0] == 1
+    assert len([m for m in pbm.inbox(addr("dan")) if "the seat of cat in gift is yours" in pbm.flat(m)]) == 1
+    assert len([m for m in pbm.inbox(addr("eve")) if "no seat of gift is offered now" in pbm.flat(m)]) == 1
