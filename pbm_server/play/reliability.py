@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, select
+from sqlalchemy import case, delete, func, insert, or_, select
 from sqlalchemy.orm import Session
 
 from games.base import Rules, State
@@ -86,17 +86,17 @@ def records(session: Session, account_ids: Iterable[int]) -> dict[int, Record]:
     counts = {aid: (int(owed), int(sent or 0)) for aid, owed, sent in session.execute(
         select(TurnDuty.account_id, func.count(), func.sum(case((TurnDuty.sent.is_(True), 1), else_=0)))
         .where(TurnDuty.account_id.in_(ids)).group_by(TurnDuty.account_id)).all()}
-    last_sent = dict(session.execute(
-        select(TurnDuty.account_id, func.max(TurnDuty.at)).where(TurnDuty.account_id.in_(ids), TurnDuty.sent.is_(True))
+    # missed in a row now: the misses after each account's newest turn sent (all of them if none), one query
+    last = (select(TurnDuty.account_id.label("aid"), func.max(TurnDuty.at).label("last"))
+            .where(TurnDuty.account_id.in_(ids), TurnDuty.sent.is_(True)).group_by(TurnDuty.account_id).subquery())
+    in_a_row = dict(session.execute(
+        select(TurnDuty.account_id, func.count()).outerjoin(last, last.c.aid == TurnDuty.account_id)
+        .where(TurnDuty.account_id.in_(ids), TurnDuty.sent.is_(False), or_(last.c.last.is_(None), TurnDuty.at > last.c.last))
         .group_by(TurnDuty.account_id)).all())
     out = {}
     for aid in ids:
         owed, sent = counts.get(aid, (0, 0))
-        row = select(func.count()).select_from(TurnDuty).where(TurnDuty.account_id == aid, TurnDuty.sent.is_(False))
-        if last_sent.get(aid) is not None:
-            row = row.where(TurnDuty.at > last_sent[aid])
-        in_a_row = int(session.scalar(row) or 0) if owed > sent else 0
-        out[aid] = Record(owed, sent, in_a_row)
+        out[aid] = Record(owed, sent, int(in_a_row.get(aid, 0)))
     return out
 
 
