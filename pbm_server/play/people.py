@@ -242,7 +242,8 @@ def check_reliability(session: Session, game: Game, acc: Account, what: str) -> 
 def take(session: Session, mailer: Mailer, game: Game, acc: Account, now: datetime) -> str:
     """The first ``take GAME`` of a seat offered gets it (decided once)."""
     rules = _turn_game(game, "take")
-    offered = [s for s in open_seats(session, game) if s.status == "offered"]
+    # a seat whose player has left the game since (LEAVE, game remove) is no seat to take
+    offered = [s for s in open_seats(session, game) if s.status == "offered" and _seat_of(rules, game, s.seat)]
     if not offered:
         raise ServerRefused(f"no seat of {game.name} is offered now, so there is nothing to take; "
                             f"the game master offers seats ('available {game.kind}' to be told when one is)")
