@@ -4,7 +4,7 @@ a game (votes), a game's rules for them and its ready check
 only: the games table is not rebuilt.
 
 Revision ID: 0022
-Revises: 0018
+Revises: 0021
 Create Date: 2026-12-02 15:00:00
 """
 from alembic import op
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 
 revision = '0022'
-down_revision = '0018'
+down_revision = '0021'
 branch_labels = None
 depends_on = None
 

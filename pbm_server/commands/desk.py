@@ -40,6 +40,7 @@ GAME_USAGE = (
     ("game new KIND NAME [KEY=VALUE ...] [deadline EXPR]", ""),
     ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off", ""),
     ("game set NAME votes=majority|two-thirds|unanimous|off max_extensions=2 max_pause=14d ready=48h|off", ""),
+    ("game set NAME drop_after=N|off nmr=run|extend min_reliability=PERCENT|off", ""),
     ("game deadline NAME EXPR|none", ""),
     ("game pause NAME", ""),
     ("game resume NAME", ""),

@@ -12,6 +12,7 @@ from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.commands.registry import REGISTRY, Audience, ServerContext, command
 from pbm_server.play import streams
+from pbm_server.play.reliability import record_of
 from pbm_server.play.roster import join_offer
 from pbm_server.play.views import history, status
 from pbm_server.store.lookup import account_by_handle, player_count
@@ -156,6 +157,7 @@ def my_games(ctx: ServerContext, line: Line, acc: Account) -> Result:
     if watched:
         text += "\n\nYou observe: " + ", ".join(g.name for g in watched)
     text += "\n\n'status NAME' shows one game in full."
+    text += f"\n\nYour reliability: {record_of(ctx.session, acc).text()} (all games; 'who NAME' shows each player's)"
     ctx.sections.append(Section(title=f"Your games ({acc.handle})", text=text))
     home = streams.LinkMaker(ctx.session, ctx.settings).home(acc, ctx.now)
     if home is not None:  # the reply goes to the player's own address only: the link is theirs

@@ -89,6 +89,9 @@ AT_EVERY_GAME = ("help", "status")
 #: pbm@ commands about one game that its address takes without the game's
 #: name: ``vote extend 24h`` there is ``vote NAME extend 24h`` (commands/votes.py)
 OF_THE_GAME = ("vote", "ready")
+#: pbm@ commands about one game that its address answers too, the game's name
+#: understood when the line has none (play/people.py)
+AT_GAME_NAMED = ("resign", "take")
 
 
 def _server_lines_at_game(routed: Routed) -> None:
@@ -110,6 +113,10 @@ def _server_lines_at_game(routed: Routed) -> None:
         elif first in OF_THE_GAME:
             named = len(words) > 1 and words[1].lower() == name.lower()
             routed.server_lines.append(cmd.line if named else Line(cmd.line.number, " ".join([first, name, *words[1:]])))
+        elif first in AT_GAME_NAMED and len(words) == 1:  # resign, take: this game (issue 44.2)
+            routed.server_lines.append(Line(cmd.line.number, f"{first} {name}"))
+        elif first in AT_GAME_NAMED:
+            routed.server_lines.append(cmd.line)
         else:
             routed.misdirected.append(cmd.line)
     routed.commands = kept

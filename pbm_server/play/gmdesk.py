@@ -24,14 +24,19 @@ from pbm_server.play.creation import create_game
 from pbm_server.play.gamestate import set_deadline
 from pbm_server.play.moves import apply_commands
 from pbm_server.play.notices import Mailer, tell_players
+from pbm_server.play.people import close_seat
 from pbm_server.store.lookup import account_by_handle, audit
 from pbm_server.store.models import Game
 
 #: server-side settings of a game (the game's own options are fixed at creation)
-DESK_KEYS = ("early", "grace", "remind", "press", "anonymous", "seats", "public_press")
+DESK_KEYS: tuple[str, ...] = ("early", "grace", "remind", "press", "anonymous", "seats", "public_press")
+#: the settings for people (issue 44: play/people.py, play/reliability.py)
+PEOPLE_KEYS = ("drop_after", "nmr", "min_reliability")
+DESK_KEYS += PEOPLE_KEYS
 #: what the GM may set here, for refusals
 DESK_USAGE = ("early=on|off, grace=DURATION (e.g. 6h), remind=DURATION (e.g. 24h), deadline=EXPR, "
-              "press=on|off|broadcast, anonymous=on|off, public_press=on|off or seats=N|none")
+              "press=on|off|broadcast, anonymous=on|off, public_press=on|off, seats=N|none, drop_after=N|off, "
+              "nmr=run|extend or min_reliability=PERCENT|off")
 
 
 def parse_bool(text: str) -> bool:
@@ -62,6 +67,9 @@ def desk_summary(game: Game) -> str:
         f"press={game.press_mode} anonymous={'on' if game.press_anonymous else 'off'}"
         + (f" seats={game.seats}" if game.seats else "")
         + (" public_press=on" if game.public_press else "")
+        + (f" drop_after={game.drop_after}" if game.drop_after else "")
+        + (f" nmr={game.nmr}" if game.nmr != "run" else "")
+        + (f" min_reliability={game.min_reliability}" if game.min_reliability else "")
     )
 
 
@@ -84,6 +92,8 @@ def _parse_pair(game: Game, key: str, value: str) -> tuple[str, object]:
         return k, parse_seats(value)
     if k in votesettings.KEYS:  # votes and the ready check (votesettings.py)
         return k, votesettings.parse(k, value)
+    if k in PEOPLE_KEYS:
+        return k, _people_value(game, k, value)
     if k in {o.name for o in get_rules(game.kind).options}:
         raise ServerRefused(
             f"{key} is an option of the {game.kind} game, fixed when the game was created; "
@@ -93,9 +103,30 @@ def _parse_pair(game: Game, key: str, value: str) -> tuple[str, object]:
     raise ServerRefused(f"unknown setting {key!r}: expected {DESK_USAGE}, {votesettings.USAGE}")
 
 
+def _people_value(game: Game, key: str, value: str) -> object:
+    """drop_after=N|off, nmr=run|extend, min_reliability=PERCENT|off."""
+    t = value.strip().lower()
+    if key != "nmr" and not get_rules(game.kind).has_turns:
+        raise ServerRefused(f"{game.name} has no turns: {key} does not apply to it")
+    if key == "nmr":
+        if t not in ("run", "extend"):
+            raise ServerRefused(f"nmr={value} is not a setting: expected nmr=run (the turn runs at its deadline "
+                                "whatever is missing) or nmr=extend (one extension of grace, 24 h when grace is 0, "
+                                "per turn for a player who sent orders lately)")
+        return t
+    if t in ("off", "none", "0"):
+        return None
+    number = plain_number(t.removesuffix("%"), 3)
+    top = 100 if key == "min_reliability" else 999
+    if number is None or not 1 <= number <= top:
+        raise ServerRefused(f"{key}={value} is not a setting: expected {key}=N (1 to {top}) or {key}=off")
+    return number
+
+
 #: setting -> the Game attribute it sets as it is read (deadline and early are set apart)
 _PLAIN = {"grace": "grace_minutes", "remind": "remind_minutes", "press": "press_mode",
-          "anonymous": "press_anonymous", "seats": "seats", "public_press": "public_press"}
+          "anonymous": "press_anonymous", "seats": "seats", "public_press": "public_press",
+          "drop_after": "drop_after", "nmr": "nmr", "min_reliability": "min_reliability"}
 
 
 def set_options(session: Session, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
@@ -141,6 +172,16 @@ def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[st
             said.append(f"deadline: {game.deadline or 'none'}")
         elif k == "seats":
             said.append(f"seats: {game.seats or 'no limit'}")
+        elif k == "drop_after":
+            said.append(f"a player who misses {game.drop_after} turns in a row loses the seat to a substitute"
+                        if game.drop_after else "no seat is freed for missed turns")
+        elif k == "nmr":
+            said.append("when orders are missing at the deadline of a turn from a player who sent orders lately, "
+                        f"the deadline is extended once ({show_duration(game.grace_minutes or 1440)})"
+                        if game.nmr == "extend" else "the turn runs at its deadline whatever orders are missing")
+        elif k == "min_reliability":
+            said.append(f"new players need a reliability of at least {game.min_reliability} %"
+                        if game.min_reliability else "new players need no reliability figure")
         elif k == "public_press":
             said.append("from now on PRESS TO ALL is public: anyone can read it on the game's web page (press to "
                         "single players stays private)" if game.public_press else
@@ -276,6 +317,7 @@ def add_player(session: Session, mailer: Mailer, game: Game, handle: str, join_l
 def remove_player(session: Session, mailer: Mailer, game: Game, handle: str, now: datetime, actor: str) -> str:
     outcome = _as_player(session, mailer, game, handle, "LEAVE", now)
     audit(session, now, actor, "game remove", f"{game.name}: {handle}", game)
+    close_seat(session, game, handle)  # a seat waiting for a substitute is gone with its player
     roster.fill_seats(session, mailer, game, now)  # the freed seat goes to the first one waiting
     result = outcome.results[0].message
     _announce(session, mailer, game, handle,

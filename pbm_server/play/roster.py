@@ -37,9 +37,20 @@ from pbm_server.base.localtime import show_time
 from pbm_server.play.gamestate import save_state
 from pbm_server.play.moves import apply_commands
 from pbm_server.play.notices import Mailer
+from pbm_server.play.reliability import records_by_handle
 from pbm_server.play.seeds import seed_hash
 from pbm_server.store.lookup import account_by_handle, audit
-from pbm_server.store.models import Account, Game, InboundMail, Membership, Order, Snapshot, TurnReport, WaitingEntry
+from pbm_server.store.models import (
+    Account,
+    Game,
+    InboundMail,
+    Membership,
+    Order,
+    SeatOffer,
+    Snapshot,
+    TurnReport,
+    WaitingEntry,
+)
 
 #: the most players a score line of ``summary`` names (the rest are counted)
 SCORE_NAMES = 20
@@ -147,11 +158,18 @@ def who(session: Session, game: Game, tz: str | None) -> str:
              + (f", {rules.turn_name} {game.turn}" if rules.has_turns else "")
              + (f"; {len(handles)} of {game.seats} seats taken" if game.seats else f"; {len(handles)} players")]
     width = max([len(h) for h in handles] + [6])
+    recs = records_by_handle(session, handles) if rules.has_turns else {}
+    offered = {r.seat.lower(): r.status for r in session.scalars(select(SeatOffer).where(
+        SeatOffer.game_id == game.id, SeatOffer.status.in_(("vacant", "offered"))))} if rules.has_turns else {}
     for h in handles:
         at = last.get(h.lower())
         when = f"last {what} {show_time(at, tz)}" if at else f"no {what} yet"
         flag = f"  (no orders yet for {rules.turn_name} {game.turn})" if rules.has_turns and h.lower() in owing else ""
-        lines.append(f"  {h:<{width}}  {when}{flag}")
+        rec = recs.get(h.lower())
+        rel = f"; {rec.text()}" if rec is not None else ""
+        seat = {"offered": "  [seat offered: 'take " + game.name + "' to play it]",
+                "vacant": "  [seat waits for a substitute]"}.get(offered.get(h.lower(), ""), "")
+        lines.append(f"  {h:<{width}}  {when}{rel}{flag}{seat}")
     if not handles:
         lines.append("  (nobody plays yet)")
     queue = waiting(session, game)
@@ -213,8 +231,9 @@ def hold_joins(session: Session, game: Game, rules: Rules[Any], commands: list[C
     """A JOIN to a game whose seats are all taken puts the sender on its
     waiting list instead of reaching the game: the commands left for the
     game, and the results of those held."""
-    if game.seats is None or not actor.handle or not actor.authenticated:
-        return commands, []
+    commands, below = _below_reliability(session, game, commands, actor)
+    if below or game.seats is None or not actor.handle or not actor.authenticated:
+        return commands, below
     if _is_player(rules, game, actor.handle) or len(_players(rules, game)) < game.seats:
         return commands, []
     acc = account_by_handle(session, actor.handle)
@@ -241,6 +260,26 @@ def hold_joins(session: Session, game: Game, rules: Rules[Any], commands: list[C
             f"list, number {place}; when a seat frees the first on the list gets it, with this line as the "
             f"JOIN, and a mail to say so ('who {game.name}' to pbm@ shows the list)"), cmd.text))
     return rest, held
+
+
+def _below_reliability(session: Session, game: Game, commands: list[Command],
+                       actor: Actor) -> tuple[list[Command], list[Result]]:
+    """A JOIN to a game with ``min_reliability=P`` from an account whose
+    record is below P % is refused with the figure (new accounts pass)."""
+    if not game.min_reliability or not actor.handle or not actor.authenticated:
+        return commands, []
+    joins = [c for c in commands if c.name == "join" and c.ok]
+    if not joins:
+        return commands, []
+    acc = account_by_handle(session, actor.handle)
+    if acc is None:
+        return commands, []
+    rec = records_by_handle(session, [acc.handle]).get(acc.handle_key)
+    if rec is None or not rec.below(game.min_reliability):
+        return commands, []
+    why = (f"refused: {game.name} takes players whose reliability is at least {game.min_reliability} %; yours is "
+           f"{rec.percent} % ({rec.text()}). Nothing was changed")
+    return [c for c in commands if all(c is not j for j in joins)], [Result(c.line, False, why, c.text) for c in joins]
 
 
 def fill_seats(session: Session, mailer: Mailer, game: Game, now: datetime) -> list[str]:
@@ -285,10 +324,11 @@ def _seat(session: Session, mailer: Mailer, game: Game, rules: Rules[Any], line:
 
 # -- replacement -------------------------------------------------------------------
 def replace_player(session: Session, mailer: Mailer, game: Game, old: str, new: str, now: datetime,
-                   actor: str) -> str:
+                   actor: str, by: str | None = None) -> str:
     """The GM hands the position of player ``old`` to the account ``new``:
     the game's state, the orders held for the open turn and the memberships
-    move to ``new``; both and the other players are told."""
+    move to ``new``; both and the other players are told.  ``by``: a
+    substitute took the seat offered (play/people.py), not the GM's choice."""
     rules = get_rules(game.kind)
     players = {h.lower(): h for h in _players(rules, game)}
     was = players.get(old.lower())
@@ -309,8 +349,16 @@ def replace_player(session: Session, mailer: Mailer, game: Game, old: str, new: 
         order.handle = acc.handle
     _move_membership(session, game, was, acc, now)
     session.execute(delete(WaitingEntry).where(WaitingEntry.game_id == game.id, WaitingEntry.account_id == acc.id))
-    audit(session, now, actor, "game replace", f"{game.name}: {was} -> {acc.handle}", game)
+    audit(session, now, actor, "game replace", f"{game.name}: {was} -> {acc.handle}" + (f" ({by})" if by else ""), game)
+    if by is None:  # the GM chose: the seat needs no offer any more
+        for row in session.scalars(select(SeatOffer).where(SeatOffer.game_id == game.id,
+                                                           SeatOffer.status.in_(("vacant", "offered")))).all():
+            if row.seat.lower() == was.lower():
+                row.status = "closed"
     domain = mailer.composer.settings.domain
+    if by is not None:
+        _substituted(session, mailer, game, rules, was, acc, domain, now)
+        return f"{game.name}: {acc.handle} now plays the position of {was}"
     notices = [
         Notice(to=[acc.handle], subject=f"{game.name}: you take over {was}'s position", text=(
             f"The game master has handed you the position {was} held in {game.name}: from now on it is yours. "
@@ -326,6 +374,26 @@ def replace_player(session: Session, mailer: Mailer, game: Game, old: str, new: 
                                                            f"to {acc.handle}.")],
                         now, skip={acc.handle_key})
     return f"{game.name}: {acc.handle} now plays the position of {was}"
+
+
+def _substituted(session: Session, mailer: Mailer, game: Game, rules: Rules[Any], was: str, acc: Account,
+                 domain: str, now: datetime) -> None:
+    """The mails of a seat taken by a substitute (``take GAME``)."""
+    notices = [
+        Notice(to=[acc.handle], subject=f"{game.name}: you take over {was}'s position", text=(
+            f"You have taken the seat of {was} in {game.name}: its position, holdings and history are now yours. "
+            f"Mail 'status {game.name}' to pbm@{domain} to see it, and your orders to {game.name}@{domain} "
+            "with your $$password$$.")),
+        Notice(to=[was], subject=f"{game.name}: a substitute took your seat", text=(
+            f"{acc.handle} has taken your seat in {game.name} (offered by the game master). You get no more mail "
+            "of this game. Ask the game master if you think this is a mistake.")),
+    ]
+    mailer.send_notices(session, game, rules, notices, now)
+    mailer.send_notices(session, game, rules, [Notice(to=[ALL_PLAYERS], subject=f"{game.name}: {acc.handle} replaces {was}",
+                                                      text=f"{acc.handle} has taken over the seat of {was} in "
+                                                           f"{game.name}, offered by the game master, and plays "
+                                                           "its position from now on.")],
+                        now, skip={acc.handle_key})
 
 
 def _move_membership(session: Session, game: Game, old: str, acc: Account, now: datetime) -> None:

@@ -20,6 +20,7 @@ from pbm_server.base.deadlines import DeadlineError, parse_deadline
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.mail.compose import Rendered, wrap
+from pbm_server.play import people, reliability
 from pbm_server.play.gamestate import record_outcome, save_state, set_deadline
 from pbm_server.play.notices import Mailer, tell_players
 from pbm_server.play.ordercheck import order_blocks
@@ -118,6 +119,7 @@ def run_turn(
     )
     state = json.loads(json.dumps(game.state))
     absent, no_orders = _absent_and_missing(session, rules, state, now)
+    owed = reliability.duties(session, game, rules, state, absent)  # the reliability record (issue 44.1)
     rng = turn_rng(game)
     ctx = Context(now=now, rng=rng, turn=turn, game_name=game.name, absent=absent)
     try:
@@ -157,6 +159,9 @@ def run_turn(
     if no_orders and outcome.turn_done:
         detail += f"; no orders from {', '.join(no_orders)}"
     audit(session, now, actor, "turn run", detail, game)
+    if outcome.turn_done:
+        reliability.write_turn(session, game, turn, owed, now)
+        people.check_drops(session, mailer, game, owed, now)
     if outcome.left:  # seats freed by the turn go to the waiting list
         fill_seats(session, mailer, game, now)
     return outcome

@@ -804,6 +804,17 @@ def game_replace(env: Env, name: str, old: str, new: str) -> None:
     click.echo(_desk(env, name, lambda s, g, m, now: roster.replace_player(s, m, g, old, new, now, "cli")))
 
 
+@game.command("offer")
+@click.argument("name")
+@click.argument("seat")
+@pass_env
+def game_offer(env: Env, name: str, seat: str) -> None:
+    """Offer player SEAT's seat to the players standing by ('available KIND'); the first 'take NAME' gets it."""
+    from pbm_server.play import people
+
+    click.echo(_desk(env, name, lambda s, g, m, now: people.offer(s, m, g, seat, now, "cli")))
+
+
 @game.command("press")
 @click.argument("name")
 @click.option("--last", default=None, type=int, help="only the newest N messages")

@@ -47,6 +47,7 @@ from pbm_server.base.settings import Settings
 from pbm_server.play import readycheck, votes
 from pbm_server.play.moves import tick
 from pbm_server.play.notices import Mailer, tell_gm
+from pbm_server.play.people import extend_for_missing
 from pbm_server.play.turns import run_turn, why_not_done
 from pbm_server.play.vacations import absent_handles
 from pbm_server.store.db import LOCK_SCHEDULER, SHARED, Database, game_key
@@ -243,6 +244,8 @@ class Scheduler:
         why = self.why_run(s, game, now)  # again, under the lock: someone else may have run it
         if why is None:
             return None  # not due (any more): says nothing of a fault
+        if why == "deadline" and extend_for_missing(s, self.mailer, game, now):
+            return 1  # nmr=extend: the deadline moved once for missing orders (play/people.py)
         try:
             due = game.next_deadline
             with s.begin_nested():  # a refused turn leaves nothing behind

@@ -154,6 +154,15 @@ class Game(Base):
     #: most players the game takes (``pbm game set NAME seats=N``): a JOIN beyond
     #: it waits on the waiting list (WaitingEntry); None: no limit
     seats: Mapped[int | None] = mapped_column(Integer)
+    #: free the seat of a player who missed this many turns in a row (the GM is
+    #: told and may offer it, play/people.py); None: never
+    drop_after: Mapped[int | None] = mapped_column(Integer)
+    #: missed orders at the deadline: "run" the turn anyway, or "extend" once per turn
+    nmr: Mapped[str] = mapped_column(String(16), default="run", server_default="run")
+    #: the turn whose automatic extension (nmr=extend) was given
+    nmr_extended: Mapped[int | None] = mapped_column(Integer)
+    #: a JOIN from an account whose reliability (percent) is below this is refused; None: any
+    min_reliability: Mapped[int | None] = mapped_column(Integer)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -405,6 +414,54 @@ class Confirmation(Base):
     expires_at: Mapped[datetime]
     #: wrong codes sent from this address for this request
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class TurnDuty(Base):
+    """One account's duty at one turn of one game: it owed orders, and
+    whether it sent them (the reliability record, play/reliability.py)."""
+
+    __tablename__ = "turn_duties"
+    __table_args__ = (Index("ix_turn_duties_account_at", "account_id", "at"),)
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    turn: Mapped[int] = mapped_column(Integer, primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    sent: Mapped[bool] = mapped_column(Boolean)
+    #: when the turn ran
+    at: Mapped[datetime]
+
+
+class Standby(Base):
+    """A player available as a substitute in games of ``kind`` (``available KIND``)."""
+
+    __tablename__ = "standby"
+
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
+    since: Mapped[datetime]
+
+
+class SeatOffer(Base):
+    """A seat of a game that needs a new player (play/people.py): its
+    player ``dropped`` out (drop_after) or ``resigned``; the GM ``offered``
+    it; a substitute ``taken`` it; or it was ``closed`` (the GM replaced or
+    removed the player, or the player came back)."""
+
+    __tablename__ = "seat_offers"
+    __table_args__ = (Index("ix_seat_offers_game_status", "game_id", "status"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    #: the handle that holds the seat in the game's state
+    seat: Mapped[str] = mapped_column(String(32))
+    #: dropped | resigned | gm
+    reason: Mapped[str] = mapped_column(String(16))
+    #: vacant | offered | taken | closed
+    status: Mapped[str] = mapped_column(String(16))
+    since: Mapped[datetime]
+    offered_at: Mapped[datetime | None]
+    taken_by: Mapped[int | None] = mapped_column(ForeignKey("accounts.id", ondelete="SET NULL"))
+    taken_at: Mapped[datetime | None]
 
 
 class WaitingEntry(Base):

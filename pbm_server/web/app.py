@@ -424,7 +424,7 @@ def make_app(db: Database, settings: Settings | None = None,
         if data is None:
             return not_found(f"no player called {handle} plays a public game here")
         if as_json:
-            return JSONResponse({"handle": data["handle"], "games": data["games"],
+            return JSONResponse({"handle": data["handle"], "games": data["games"], "reliability": data["reliability"],
                                  "curio_ratings": [{"game": r["game"], "start": r["start"],
                                                     "history": [{k: v for k, v in row.items() if k not in ("n", "handle")}
                                                                 for row in r["history"]]}

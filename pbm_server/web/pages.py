@@ -23,10 +23,12 @@ from pbm_server.accounts import links
 from pbm_server.base import clock
 from pbm_server.mail.compose import Composer, redact
 from pbm_server.play import readycheck, views, votes
+from pbm_server.play.people import open_seats
+from pbm_server.play.reliability import Record, record_of
 from pbm_server.play.roster import join_offer
 from pbm_server.play.seeds import seed_hash
 from pbm_server.store.lookup import account_by_handle
-from pbm_server.store.models import Game, Press, Snapshot
+from pbm_server.store.models import Game, Press, SeatOffer, Snapshot
 from pbm_server.web import charts
 
 #: (game id, its newest processed turn's snapshot id) -> the chart and its table: made once per turn
@@ -58,8 +60,11 @@ def game_stamp(session: Session, name: str) -> tuple[Any, ...] | None:
     there is no such game or it is private: every page of a private game
     answers as for a game that does not exist (issue 41)."""
     press = select(func.max(Press.id)).where(Press.game_id == Game.id, Press.public.is_(True)).scalar_subquery()
+    # a seat offered changes no state, but shows on the page (issue 44.2)
+    offered = select(func.max(SeatOffer.offered_at)).where(SeatOffer.game_id == Game.id).scalar_subquery()
     row = session.execute(select(Game.version, Game.updated_at, Game.status, Game.turn, Game.next_deadline,
-                                 Game.deadline, Game.private, press).where(func.lower(Game.name) == name.lower())).first()
+                                 Game.deadline, Game.private, press, offered)
+                          .where(func.lower(Game.name) == name.lower())).first()
     return None if row is None or row.private else tuple(row)
 
 
@@ -161,6 +166,8 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
         # votes under way, who paused the game, who is ready (play/votes.py, readycheck.py)
         "people": votes.shown(session, game) + readycheck.shown(session, game),
         "updated_at": _iso(game.updated_at),
+        "seats_offered": [{"seat": r.seat, "since": _iso(r.offered_at), "take": f"take {game.name}"}
+                          for r in open_seats(session, game) if r.status == "offered"],
     })
     return data
 
@@ -443,7 +450,9 @@ def player_page(session: Session, handle: str) -> dict[str, Any] | None:
     if not games:
         return None
     account = account_by_handle(session, shown)
-    return {"handle": account.handle if account is not None else shown, "games": games, "ratings": ratings}
+    record = record_of(session, account) if account is not None else Record()
+    return {"handle": account.handle if account is not None else shown, "games": games, "ratings": ratings,
+            "reliability": record.as_json() | {"text": record.text()}}
 
 
 def _rating(game: str, handle: str, history: list[dict[str, Any]]) -> dict[str, Any]:

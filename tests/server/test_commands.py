@@ -21,8 +21,9 @@ def test_unknown_command_lists_every_command_the_sender_may_use(pbm):
     anyone = ["confirm", "forgot", "games", "help", "info", "password", "register", "reset", "signup", "undo",
               "unsubscribe", "who"]
     player = sorted(anyone + ["absent", "email", "history", "observe", "settings", "status", "subscribe", "summary",
-                              "timezone", "unobserve", "ready", "vote"])
-    gm = sorted(player + ["do", "game", "turn"])
+                              "timezone", "unobserve", "ready", "vote", "available", "unavailable", "resign",
+                              "take"])
+    gm = sorted(player + ["do", "game", "turn", "offer"])
     # the registry says the same (a new command shows up in the lists by itself)
     assert sorted(n for c in REGISTRY if c.audience is Audience.ANYONE for n in c.names) == anyone
     assert sorted(n for c in REGISTRY for n in c.names) == gm
