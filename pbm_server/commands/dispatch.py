@@ -1,11 +1,11 @@
 """Every pbm@ command, registered.  Import ``REGISTRY`` from here (not from
 ``registry``) to be sure all the command modules have added theirs."""
 
-from pbm_server.commands import account, conveniences, desk, info, mailsettings, observe, preferences, recovery
+from pbm_server.commands import account, conveniences, desk, info, mailsettings, notify, observe, preferences, recovery
 from pbm_server.commands.registry import REGISTRY, ServerContext
 
 #: the modules that add commands (``help`` lists each audience's commands in
 #: the order their modules are imported above)
-MODULES = (account, recovery, desk, info, conveniences, preferences, observe, mailsettings)
+MODULES = (account, recovery, desk, info, conveniences, preferences, observe, mailsettings, notify)
 
 __all__ = ["MODULES", "REGISTRY", "ServerContext"]

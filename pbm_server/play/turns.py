@@ -20,6 +20,7 @@ from pbm_server.base.deadlines import DeadlineError, parse_deadline
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.mail.compose import Rendered, wrap
+from pbm_server.play import alerting
 from pbm_server.play.gamestate import record_outcome, save_state, set_deadline
 from pbm_server.play.notices import Mailer, tell_players
 from pbm_server.play.ordercheck import order_blocks
@@ -157,6 +158,10 @@ def run_turn(
     if no_orders and outcome.turn_done:
         detail += f"; no orders from {', '.join(no_orders)}"
     audit(session, now, actor, "turn run", detail, game)
+    if outcome.turn_done:
+        alerting.turn_processed(session, game, rules, turn, no_orders, now)
+    if outcome.finished:
+        alerting.game_ended(session, game, rules, now)
     if outcome.left:  # seats freed by the turn go to the waiting list
         fill_seats(session, mailer, game, now)
     return outcome
