@@ -168,6 +168,9 @@ def resolve_public(target: Target, allow_private: bool) -> list[str]:
     which one a client takes is not ours to know).  With ``allow_private``
     anything goes, but plain http:// only to non-public addresses.
     ServerRefused says why not."""
+    if target.scheme == "http" and not allow_private:
+        raise ServerRefused("alerts go only to https:// URLs (plain http:// would show the alert and its token "
+                            "to every network on the way)")
     try:
         literal: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(target.host)
     except ValueError:
@@ -411,19 +414,25 @@ class AlertDelivery(Poller):
         now = clock.now()
         post = render(target, alert, secret, self.settings, now)
         parts = urlsplit(target.url)
-        address = addresses[0]
-        shown = f"[{address}]" if ":" in address else address
-        pinned = parts._replace(netloc=f"{shown}:{target.port}").geturl()
         default_port = 443 if target.scheme == "https" else 80
         host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-        try:
-            answer = self.client().post(pinned, content=post.body, headers={**post.headers, "Host": host_header},
-                                        extensions=extensions)
-        except httpx.TimeoutException:
-            return Attempt(RETRY, f"{target.where} did not answer in time")
-        except httpx.TransportError as exc:
-            return Attempt(RETRY, f"{target.where} could not be reached ({type(exc).__name__}: {exc})")
+        answer: httpx.Response | None = None
+        for address in addresses:  # the next address only when this one cannot be connected to
+            shown = f"[{address}]" if ":" in address else address
+            pinned = parts._replace(netloc=f"{shown}:{target.port}").geturl()
+            try:
+                answer = self.client().post(pinned, content=post.body,
+                                            headers={**post.headers, "Host": host_header}, extensions=extensions)
+                break
+            except httpx.ConnectError as exc:
+                failed = Attempt(RETRY, f"{target.where} could not be reached ({exc})")
+            except httpx.TimeoutException:
+                return Attempt(RETRY, f"{target.where} did not answer in time")
+            except httpx.TransportError as exc:
+                return Attempt(RETRY, f"{target.where} failed ({type(exc).__name__}: {exc})")
+        if answer is None:
+            return failed
         code = answer.status_code
         if 200 <= code < 300:
             return Attempt(SENT)
