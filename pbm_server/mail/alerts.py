@@ -385,7 +385,7 @@ class AlertDelivery(Poller):
             row = s.get(OutboundMail, row_id)
             if row is None or row.status != "pending":
                 return
-            channel, raw = row.to_addr, row.raw
+            channel, raw, delivery_id = row.to_addr, row.raw, row.message_id.strip("<>")
             owner = _owner(s, channel)
             url = owner.notify_url if owner is not None and not owner.notify_error else None
             secret = owner.notify_secret if owner is not None else None
@@ -397,7 +397,7 @@ class AlertDelivery(Poller):
             try:
                 target = parse_target(url)
                 where = target.where
-                attempt = self.post(target, alert, secret)
+                attempt = self.post(target, alert, secret, delivery_id)
             except ServerRefused as exc:
                 where = "alerts"
                 attempt = Attempt(FAIL, f"the URL is refused now: {exc}")
@@ -408,11 +408,16 @@ class AlertDelivery(Poller):
                  extra=logs.facts(event="alert out", outbox=row_id, recipient=channel, result=attempt.outcome,
                                   error=attempt.error, ms=round(ms, 1)))
 
-    def post(self, target: Target, alert: dict[str, Any], secret: str | None) -> Attempt:
-        """One post, to an address checked just now (ServerRefused: none is public)."""
+    def post(self, target: Target, alert: dict[str, Any], secret: str | None, delivery_id: str = "") -> Attempt:
+        """One post, to an address checked just now (ServerRefused: none is public).
+        ``delivery_id`` (header X-PBM-Delivery) is the same on every attempt of
+        one alert: a receiver may drop a second copy (after a kill between the
+        receiver's answer and the row marked sent, the alert is posted again)."""
         addresses = resolve_public(target, bool(self.settings.notify_allow_private))
         now = clock.now()
         post = render(target, alert, secret, self.settings, now)
+        if delivery_id:
+            post.headers["X-PBM-Delivery"] = delivery_id
         parts = urlsplit(target.url)
         default_port = 443 if target.scheme == "https" else 80
         host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"

@@ -152,6 +152,7 @@ def test_every_alert_kind_reaches_each_format_once_with_retries_and_a_stopped_ch
     # 500 then 200: the start alert came twice, was taken once; the 429 was waited out for its Retry-After
     gs = [r for r in receiver.requests if r.path == "/g/gs"]
     assert [r.status for r in gs[:2]] == [500, 200] and len(gs) == 5
+    assert gs[0].headers["x-pbm-delivery"] == gs[1].headers["x-pbm-delivery"] != gs[2].headers["x-pbm-delivery"]
     gn = [r for r in receiver.requests if r.path == "/g/gn"]
     assert [r.status for r in gn[:2]] == [429, 200] and gn[1].at - gn[0].at >= 0.9 and len(gn) == 5
     # the 404: one post, the channel stopped, the GM told once (gx's reminder, turn and end were not sent)
