@@ -37,7 +37,7 @@ GAME_USAGE = (
 @command(
     "game", Audience.GM,
     ("game new KIND NAME [KEY=VALUE ...] [deadline EXPR]", ""),
-    ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off", ""),
+    ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off notify=URL|off", ""),
     ("game deadline NAME EXPR|none", ""),
     ("game pause NAME", ""),
     ("game resume NAME", ""),

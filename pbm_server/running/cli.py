@@ -697,7 +697,8 @@ def _desk(env: Env, name: str, op: DeskOp, *, read: bool = False) -> str:
 @pass_env
 def game_set(env: Env, name: str, pairs: tuple[str, ...]) -> None:
     """Set server-side settings: early=on|off grace=DURATION remind=DURATION deadline=EXPR
-    press=on|off|broadcast anonymous=on|off public_press=on|off seats=N|none."""
+    press=on|off|broadcast anonymous=on|off public_press=on|off seats=N|none notify=URL|off
+    (alerts: prints the key of the signed JSON as "secret: HEX"; docs/operations.md "Alerts")."""
     from pbm_server.play import gmdesk
 
     def op(s: Session, g: Game, m: Mailer, now: datetime) -> str:
