@@ -30,9 +30,9 @@ def _listening(session: Session, handles: list[str]) -> list[Account]:
     keys = {h.lower() for h in handles}
     if not keys:
         return []
-    found = session.scalars(select(Account).where(Account.notify_url.is_not(None),
-                                                  Account.notify_error.is_(None))).all()
-    return [a for a in found if a.handle_key in keys]
+    return list(session.scalars(select(Account).where(Account.handle_key.in_(sorted(keys)),
+                                                      Account.notify_url.is_not(None), Account.notify_error.is_(None))
+                                .order_by(Account.id)))
 
 
 def _turn_path(game: Game, turn: int) -> str | None:
