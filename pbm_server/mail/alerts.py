@@ -96,6 +96,10 @@ class Target:
         return f"{self.format} at {self.host}"
 
 
+class Unresolved(ServerRefused):
+    """The host's name could not be resolved now: at send time a reason to try again, not to stop."""
+
+
 def parse_target(text: str) -> Target:
     """A channel's URL read (no lookup yet); ServerRefused says what is wrong.
 
@@ -181,7 +185,7 @@ def resolve_public(target: Target, allow_private: bool) -> list[str]:
         try:
             infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as exc:
-            raise ServerRefused(f"the host {target.host} cannot be found ({exc})") from None
+            raise Unresolved(f"the host {target.host} cannot be found ({exc})") from None
         found = []
         for info in infos:
             addr = ipaddress.ip_address(str(info[4][0]).split("%")[0])
@@ -398,6 +402,8 @@ class AlertDelivery(Poller):
                 target = parse_target(url)
                 where = target.where
                 attempt = self.post(target, alert, secret, delivery_id)
+            except Unresolved as exc:  # DNS fails for a while: as a host that does not answer
+                attempt = Attempt(RETRY, str(exc))
             except ServerRefused as exc:
                 where = "alerts"
                 attempt = Attempt(FAIL, f"the URL is refused now: {exc}")

@@ -67,7 +67,7 @@ def test_every_alert_kind_reaches_each_format_once_with_retries_and_a_stopped_ch
     # the slack game's receiver fails once (500), the ntfy game's is busy once (429, Retry-After: 1 s)
     receiver.script["/g/gs"] = [(500, {}), (200, {})]
     receiver.script["/g/gn"] = [(429, {"Retry-After": "1"}), (200, {})]
-    receiver.script["/gone"] = [(404, {})]
+    receiver.script["/gone"] = receiver.script["/gone-p"] = [(404, {})]
     pbm.set_clock(T0)
     pbm.start()
 
@@ -81,6 +81,9 @@ def test_every_alert_kind_reaches_each_format_once_with_retries_and_a_stopped_ch
         assert f"alerts of your games now go to {fmt} at localhost ({fmt} format)" in text, text
     dave_key = re.search(r"with the key ([0-9a-f]{64}) \(shown this once", said[3]).group(1)
     assert "with the key" not in " ".join(said[:3])
+    # erin's own receiver is gone (404): her first alert stops her channel, and she is told once
+    pbm.cli("account", "add", "erin", "erin@example.org", "--password", PW)
+    assert "alerts of your games now go to json" in _replies(pbm, _mail(pbm, "erin", "pbm", f"notify {base}/gone-p"))[0]
 
     # the GM's game channels, set as the games are made (their start alert), each printing its key
     keys = {}
@@ -95,7 +98,7 @@ def test_every_alert_kind_reaches_each_format_once_with_retries_and_a_stopped_ch
     assert keys["gj"] in pbm.cli("game", "show", "gj").stdout  # shown again on request
     pbm.cli("game", "new", "curio", "curio")
 
-    joins = [i for g in [*GAMES, "gx"] for p in PLAYERS for i in _mail(pbm, p, g, "JOIN")]
+    joins = [i for g in [*GAMES, "gx"] for p in PLAYERS for i in _mail(pbm, p, g, "JOIN")] + _mail(pbm, "erin", "gj", "JOIN")
     assert all("accepted" in t or "joined" in t for t in _replies(pbm, joins))
     # curio: a board's start, "your move" and its end, for each player: two boards a pair, each side once first
     boards = [("alice", "bob"), ("bob", "alice"), ("carol", "dave"), ("dave", "carol")]
@@ -160,6 +163,9 @@ def test_every_alert_kind_reaches_each_format_once_with_retries_and_a_stopped_ch
     told = [m for m in pbm.inbox("gm@example.org") if "alerts of gx stopped" in str(m["Subject"])]
     assert len(told) == 1 and "answered 404" in pbm.flat(told[0]), [str(m["Subject"]) for m in pbm.inbox("gm@example.org")]
     assert "STOPPED" in pbm.cli("game", "show", "gx").stdout
+    assert [r.status for r in receiver.requests if r.path == "/gone-p"] == [404]  # her reminder; no turn, no end
+    told = [m for m in pbm.inbox("erin@example.org") if "your alerts stopped" in str(m["Subject"])]
+    assert len(told) == 1 and "answered 404" in pbm.flat(told[0]) and "notify URL" in pbm.flat(told[0])
     assert pbm.sql("SELECT count(*) FROM outbox WHERE kind = 'alert' AND status = 'pending'")[0][0] == 0
 
 
@@ -183,3 +189,11 @@ def test_private_loopback_and_link_local_urls_are_refused_with_the_reason(pbm):
     assert "that URL is refused" in player and "a loopback address" in player, player
     assert pbm.sql("SELECT count(*) FROM games WHERE notify_url IS NOT NULL")[0][0] == 0
     assert pbm.sql("SELECT count(*) FROM accounts WHERE notify_url IS NOT NULL")[0][0] == 0
+    # a public host is taken by mail; the reply names format and host, and never the signing key
+    [gm, player] = _replies(pbm, [pbm.send("gm@example.org", "pbm", f"game set g1 notify=https://93.184.215.14/hook/T0K3N\n$${GM_PW}$$"),
+                                  pbm.send("alice@example.org", "pbm", f"notify\n$${PW}$$")])
+    assert "notify=json@93.184.215.14" in gm and "pbm game show g1, never by mail" in gm, gm
+    assert not re.search(r"[0-9a-f]{64}", gm) and gm.count("T0K3N") == 1  # only the GM's own line, echoed
+    assert "you have no alerts" in player, player
+    assert pbm.sql("SELECT notify_url FROM games WHERE name = 'g1'")[0][0] == "https://93.184.215.14/hook/T0K3N"
+    assert "T0K3N" not in " ".join(r[0] for r in pbm.sql("SELECT detail FROM audit_log"))
