@@ -305,6 +305,9 @@ _DUE = (select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.kind == ALERT
         .order_by(_OUT.c.id).limit(bindparam("n", type_=Integer)))
 _CLAIM = (_OUT.update().where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending", _FREE)
           .values(claimed_by=bindparam("me"), claimed_until=bindparam("until", type_=_OUT.c.claimed_until.type)))
+_RENEW = (_OUT.update().where(_OUT.c.id == bindparam("row_id"), _OUT.c.status == "pending",
+                             _OUT.c.claimed_by == bindparam("me"))
+          .values(claimed_until=bindparam("until", type_=_OUT.c.claimed_until.type)))
 _MINE = (select(_OUT.c.id).where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending",
                                  _OUT.c.claimed_by == bindparam("me")).order_by(_OUT.c.id))
 
@@ -385,9 +388,19 @@ class AlertDelivery(Poller):
         return len(mine)
 
     def deliver(self, row_id: int) -> None:
-        with self.db.read() as s:
+        """One claimed row posted.  The claim is renewed first, in a write of
+        its own, and the row is posted only if it is still ours: a claim that
+        expired meanwhile (a long pass, a clock that jumped) and was taken by
+        another server is left to that server -- each alert is posted by the
+        holder of a fresh claim only, which outlasts any one post."""
+        lease = timedelta(seconds=self.settings.outbound_claim_seconds)
+        with self.db.write(lock=LOCK_OUTBOUND) as s:
+            now = clock.now()
+            kept = s.connection().execute(_RENEW, {"row_id": row_id, "me": self.identity, "until": now + lease})
+            if kept.rowcount != 1:
+                return
             row = s.get(OutboundMail, row_id)
-            if row is None or row.status != "pending":
+            if row is None:
                 return
             channel, raw, delivery_id = row.to_addr, row.raw, row.message_id.strip("<>")
             owner = _owner(s, channel)
@@ -429,7 +442,7 @@ class AlertDelivery(Poller):
         host_header = target.host if target.port == default_port else f"{target.host}:{target.port}"
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
         answer: httpx.Response | None = None
-        for address in addresses:  # the next address only when this one cannot be connected to
+        for address in addresses[:3]:  # the next address only when this one cannot be connected to
             shown = f"[{address}]" if ":" in address else address
             pinned = parts._replace(netloc=f"{shown}:{target.port}").geturl()
             try:
@@ -460,7 +473,7 @@ class AlertDelivery(Poller):
     def _record(self, row_id: int, attempt: Attempt) -> None:
         with self.db.write(lock=LOCK_OUTBOUND) as s:
             row = s.get(OutboundMail, row_id)
-            if row is None or row.status != "pending":
+            if row is None or row.status != "pending" or row.claimed_by != self.identity:
                 return
             now = clock.now()
             row.attempts += 1

@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import threading
 
 import pytest
 
 from games.curio.state import load
+from pbm_server.mail.alerts import AlertDelivery
 from tests.alerts.receiver import Receiver
 
 PW = "alert-pw-1"
@@ -68,8 +70,12 @@ def test_every_alert_kind_reaches_each_format_once_with_retries_and_a_stopped_ch
     receiver.script["/g/gs"] = [(500, {}), (200, {})]
     receiver.script["/g/gn"] = [(429, {"Retry-After": "1"}), (200, {})]
     receiver.script["/gone"] = receiver.script["/gone-p"] = [(404, {})]
-    pbm.set_clock(T0)
+    pbm.set_clock(T0, tick=True)  # running on: retries fall due
     pbm.start()
+    # a second server's alert delivery on the same database: the claims keep each alert to one post
+    other = AlertDelivery(pbm.server.db, pbm.server.settings, "another-host|alerts")
+    beside = threading.Thread(target=other.run, daemon=True)
+    beside.start()
 
     pbm.register("gm", GM_PW, email="gm@example.org")
     for p in PLAYERS:
@@ -108,15 +114,19 @@ def test_every_alert_kind_reaches_each_format_once_with_retries_and_a_stopped_ch
         assert "accepted" in _replies(pbm, _mail(pbm, light, "pbm", f"curio move {n} {light} {PW} {move.plain}"))[0]
         _replies(pbm, _mail(pbm, dark, "pbm", f"curio resign {n} {dark} {PW}"))
 
-    pbm.set_clock(REMINDERS)  # the scheduler's reminders: nobody has sent orders
+    pbm.settle()  # no post in flight when the clock jumps (a jump of a day would expire its claim)
+    pbm.set_clock(REMINDERS, tick=True)  # the scheduler's reminders: nobody has sent orders
     receiver.wait(lambda: all(any(_event(r, fmt) == "reminder" for r in receiver.taken(f"/g/{g}"))
                               for g, fmt in GAMES.items()), "the reminders")
-    pbm.set_clock(AFTER_DEADLINE)  # the turns run; with round_limit=1 every game ends
+    pbm.settle()
+    pbm.set_clock(AFTER_DEADLINE, tick=True)  # the turns run; with round_limit=1 every game ends
     receiver.wait(lambda: all(any(_event(r, fmt) == "end" for r in receiver.taken(f"/g/{g}"))
                               for g, fmt in GAMES.items())
                   and all(sum(_event(r, fmt) == "end" for r in receiver.taken(f"/p/{p}")) >= 6
                           for p, fmt in PLAYERS.items()), "the turns and ends")
     pbm.settle()
+    other.stop()
+    beside.join(timeout=30)
 
     # every game channel: start, reminder, turn, end -- each once, in its format
     for game, fmt in GAMES.items():
