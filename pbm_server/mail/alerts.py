@@ -342,7 +342,9 @@ class AlertDelivery(Poller):
     """Posts the due alert rows of the outbox until stopped."""
 
     def __init__(self, db: Database, settings: Settings, identity: str):
-        super().__init__(settings.poll_seconds)
+        # alerts are not replies someone waits for: a quarter of a second at the
+        # most often (the tests poll every 50 ms), to keep the idle reads few
+        super().__init__(max(settings.poll_seconds, 0.25))
         self.db = db
         self.settings = settings
         self.identity = identity
