@@ -11,7 +11,7 @@ backend (no batch rebuild of games on SQLite: its DROP would cascade to the
 memberships with foreign keys on; see 0017).
 
 Revision ID: 0021
-Revises: 0018
+Revises: 0019
 Create Date: 2026-12-02 14:40:00
 """
 from alembic import op
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 
 revision = '0021'
-down_revision = '0018'
+down_revision = '0019'
 branch_labels = None
 depends_on = None
 

@@ -49,6 +49,10 @@ def _url(value: str) -> str | None:
     return "expected an http(s) URL such as https://pbm.example.org (no query), or empty"
 
 
+def _zero_one(value: int) -> str | None:
+    return None if value in (0, 1) else "expected 0 or 1"
+
+
 def _optional_host_port(value: str) -> str | None:
     return None if value == "" else _host_port(value)
 
@@ -282,6 +286,10 @@ class Settings:
     retry_period_seconds: float = _setting(
         3 * 24 * 3600.0, "after this long a mail the relay keeps deferring (a 4xx to its recipient) is marked "
         "failed and the GM told; a relay that fails itself never fails a mail", _positive
+    )
+    notify_allow_private: int = _setting(
+        0, "1: alerts (notify=URL) may go to loopback, private and link-local hosts, and over plain http:// to "
+        "such hosts (tests, a receiver on the operator's own network); 0: only public https:// hosts", _zero_one,
     )
     poll_seconds: float = _setting(0.5, "how often the worker, outbound and scheduler look for work", _positive)
     tick_seconds: float = _setting(60.0, "how often the scheduler calls each game's tick", _positive)

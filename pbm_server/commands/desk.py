@@ -38,7 +38,7 @@ GAME_USAGE = (
 @command(
     "game", Audience.GM,
     ("game new KIND NAME [KEY=VALUE ...] [deadline EXPR]", ""),
-    ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off", ""),
+    ("game set NAME early=on|off grace=6h remind=24h press=on|off|broadcast anonymous=on|off notify=URL|off", ""),
     ("game set NAME votes=majority|two-thirds|unanimous|off max_extensions=2 max_pause=14d ready=48h|off", ""),
     ("game set NAME drop_after=N|off nmr=run|extend min_reliability=PERCENT|off", ""),
     ("game deadline NAME EXPR|none", ""),
@@ -67,7 +67,7 @@ def cmd_game(ctx: ServerContext, line: Line, words: list[str]) -> Result:
         with undone(ctx.session):
             if kind not in KINDS:
                 raise ServerRefused(f"unknown game kind {kind!r}; kinds: {', '.join(KINDS)}")
-            g = new_game(ctx.session, kind, name, pairs, deadline, ctx.now, actor)
+            g = new_game(ctx.session, kind, name, pairs, deadline, ctx.now, actor, ctx.settings)
             note = first_deadline_note(g, ctx.now, f"game deadline {g.name} EXPR")
         return Result(line, True, f"{g.kind} game {g.name} created: players mail {g.name}@{ctx.settings.domain}; "
                                   f"{desk_summary(g)}" + (f". NOTE: {note}" if note else ""))
@@ -93,7 +93,12 @@ def _game_op(ctx: ServerContext, sub: str, words: list[str]) -> str:
                 raise ServerRefused(f"{w!r} is not KEY=VALUE")
             k, v = w.split("=", 1)
             pairs[k] = v
-        return change_settings(ctx.session, ctx.outbox(), g, pairs, ctx.now, actor)
+        said = change_settings(ctx.session, ctx.outbox(), g, pairs, ctx.now, actor)
+        if g.notify_url and any(k.lower() == "notify" for k in pairs):
+            # never by mail: the key that signs the generic JSON alerts
+            said += (f"; the key that signs its alerts (X-PBM-Signature) is shown on the server by "
+                     f"pbm game show {g.name}, never by mail")
+        return said
     if sub == "deadline":
         if len(words) < 4:
             raise ServerRefused("expected: game deadline NAME EXPR, e.g. game deadline g1 every Saturday 03:00 UTC, or none")

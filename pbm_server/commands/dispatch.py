@@ -7,6 +7,7 @@ from pbm_server.commands import (
     desk,
     info,
     mailsettings,
+    notify,
     observe,
     people,
     preferences,
@@ -17,6 +18,6 @@ from pbm_server.commands.registry import REGISTRY, ServerContext
 
 #: the modules that add commands (``help`` lists each audience's commands in
 #: the order their modules are imported above)
-MODULES = (account, recovery, desk, info, conveniences, preferences, observe, mailsettings, people, votes)
+MODULES = (account, recovery, desk, info, conveniences, preferences, observe, mailsettings, notify, people, votes)
 
 __all__ = ["MODULES", "REGISTRY", "ServerContext"]

@@ -122,7 +122,8 @@ _INSERT_ONE = _OUT.insert()
 # delivery's own statements, made once (plain Core, bound parameters)
 _FREE = or_(_OUT.c.claimed_until.is_(None), _OUT.c.claimed_until < bindparam("now"),
             _OUT.c.claimed_by == bindparam("me"))
-_DUE = (select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.next_attempt_at <= bindparam("now"), _FREE)
+_DUE = (select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.next_attempt_at <= bindparam("now"), _FREE,
+                                _OUT.c.kind != "alert")  # alerts: mail/alerts.py posts them
         .order_by(_OUT.c.id).limit(bindparam("n", type_=Integer)))
 _CLAIM = (_OUT.update().where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending", _FREE)
           .values(claimed_by=bindparam("me"), claimed_until=bindparam("until", type_=_OUT.c.claimed_until.type)))

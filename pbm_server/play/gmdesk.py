@@ -19,7 +19,9 @@ from games.base import ALL_PLAYERS, Actor, Context, Line, Notice, Outcome
 from pbm_server.base.durations import parse_duration, plain_number, show_duration
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
-from pbm_server.play import readycheck, roster, votesettings
+from pbm_server.base.settings import Settings
+from pbm_server.mail import alerts
+from pbm_server.play import alerting, readycheck, roster, votesettings
 from pbm_server.play.creation import create_game
 from pbm_server.play.gamestate import set_deadline
 from pbm_server.play.moves import apply_commands
@@ -29,14 +31,14 @@ from pbm_server.store.lookup import account_by_handle, audit
 from pbm_server.store.models import Game
 
 #: server-side settings of a game (the game's own options are fixed at creation)
-DESK_KEYS: tuple[str, ...] = ("early", "grace", "remind", "press", "anonymous", "seats", "public_press")
+DESK_KEYS: tuple[str, ...] = ("early", "grace", "remind", "press", "anonymous", "seats", "public_press", "notify")
 #: the settings for people (issue 44: play/people.py, play/reliability.py)
 PEOPLE_KEYS = ("drop_after", "nmr", "min_reliability")
 DESK_KEYS += PEOPLE_KEYS
 #: what the GM may set here, for refusals
 DESK_USAGE = ("early=on|off, grace=DURATION (e.g. 6h), remind=DURATION (e.g. 24h), deadline=EXPR, "
               "press=on|off|broadcast, anonymous=on|off, public_press=on|off, seats=N|none, drop_after=N|off, "
-              "nmr=run|extend or min_reliability=PERCENT|off")
+              "nmr=run|extend, min_reliability=PERCENT|off or notify=URL|off")
 
 
 def parse_bool(text: str) -> bool:
@@ -70,7 +72,32 @@ def desk_summary(game: Game) -> str:
         + (f" drop_after={game.drop_after}" if game.drop_after else "")
         + (f" nmr={game.nmr}" if game.nmr != "run" else "")
         + (f" min_reliability={game.min_reliability}" if game.min_reliability else "")
+        + (f" notify={notify_said(game)}" if game.notify_url else "")
     )
+
+
+def notify_said(game: Game) -> str:
+    """A game's alert channel as the desk shows it: its format and host (the
+    URL's path may be a webhook's token), and why it stopped if it did."""
+    try:
+        where = alerts.parse_target(game.notify_url or "").where.replace(" at ", "@")
+    except ServerRefused:
+        where = "?"
+    return where + (" (STOPPED: set it again to restart)" if game.notify_error else "")
+
+
+def set_notify(game: Game, value: str, settings: Settings) -> None:
+    """``notify=URL`` (checked: https, a public host) or ``notify=off``.  The
+    game's signing key is made the first time and kept; setting a URL again
+    restarts a channel a failure stopped."""
+    if value.strip().lower() in ("off", "none", ""):
+        game.notify_url = game.notify_error = None
+        return
+    target = alerts.check_url(value, settings)
+    game.notify_url = (f"{target.format}+" if value.strip().lower().startswith(target.format + "+") else "") + target.url
+    game.notify_error = None
+    if not game.notify_secret:
+        game.notify_secret = alerts.new_secret()
 
 
 def _parse_pair(game: Game, key: str, value: str) -> tuple[str, object]:
@@ -94,6 +121,8 @@ def _parse_pair(game: Game, key: str, value: str) -> tuple[str, object]:
         return k, votesettings.parse(k, value)
     if k in PEOPLE_KEYS:
         return k, _people_value(game, k, value)
+    if k == "notify":
+        return k, value
     if k in {o.name for o in get_rules(game.kind).options}:
         raise ServerRefused(
             f"{key} is an option of the {game.kind} game, fixed when the game was created; "
@@ -129,10 +158,16 @@ _PLAIN = {"grace": "grace_minutes", "remind": "remind_minutes", "press": "press_
           "drop_after": "drop_after", "nmr": "nmr", "min_reliability": "min_reliability"}
 
 
-def set_options(session: Session, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
-    """Set the server-side settings of a game; all or nothing."""
+def set_options(session: Session, game: Game, pairs: dict[str, str], now: datetime, actor: str,
+                settings: Settings | None = None) -> str:
+    """Set the server-side settings of a game; all or nothing.  ``settings``:
+    the server's (``notify=`` needs them to check the URL)."""
     rules = get_rules(game.kind)
     parsed = dict(_parse_pair(game, key, value) for key, value in pairs.items())
+    if "notify" in parsed:
+        if settings is None:
+            raise ServerRefused("notify= cannot be set here")
+        set_notify(game, str(parsed["notify"]), settings)
     deadline = parsed.get("deadline")
     if isinstance(deadline, str):
         if not rules.has_turns and deadline.lower() != "none":
@@ -145,7 +180,9 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
         if key in parsed:
             setattr(game, attribute, parsed[key])
     votesettings.apply(session, game, parsed)
-    audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in pairs.items()), game)
+    # a notify URL's path may be a webhook's token: the audit log names its host only
+    shown = {k: (notify_said(game) if k.lower() == "notify" and game.notify_url else v) for k, v in pairs.items()}
+    audit(session, now, actor, "game set", f"{game.name}: " + " ".join(f"{k}={v}" for k, v in shown.items()), game)
     return f"{game.name}: {desk_summary(game)}" + (votesettings.summary(session, game)
                                                     if any(k in votesettings.KEYS for k in parsed) else "")
 
@@ -153,7 +190,9 @@ def set_options(session: Session, game: Game, pairs: dict[str, str], now: dateti
 def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[str, str], now: datetime, actor: str) -> str:
     """:func:`set_options` from the GM's desk (``pbm game set``, the GM's
     mail ``game set``): the players are told what changed."""
-    message = set_options(session, game, pairs, now, actor)
+    message = set_options(session, game, pairs, now, actor, mailer.composer.settings)
+    if all(k.lower() == "notify" for k in pairs):
+        return message  # the GM's own channel: nothing for the players
     if any(k.lower() == "seats" for k in pairs):
         roster.fill_seats(session, mailer, game, now)  # more seats: the waiting list moves up
     if any(k.lower() in ("seats", "ready") for k in pairs):
@@ -182,6 +221,8 @@ def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[st
         elif k == "min_reliability":
             said.append(f"new players need a reliability of at least {game.min_reliability} %"
                         if game.min_reliability else "new players need no reliability figure")
+        elif k == "notify":
+            continue
         elif k == "public_press":
             said.append("from now on PRESS TO ALL is public: anyone can read it on the game's web page (press to "
                         "single players stays private)" if game.public_press else
@@ -193,7 +234,8 @@ def change_settings(session: Session, mailer: Mailer, game: Game, pairs: dict[st
     return message
 
 
-def new_game(session: Session, kind: str, name: str, pairs: dict[str, str], deadline: str | None, now: datetime, actor: str) -> Game:
+def new_game(session: Session, kind: str, name: str, pairs: dict[str, str], deadline: str | None, now: datetime, actor: str,
+             settings: Settings | None = None) -> Game:
     """Create a game at the GM's desk (CLI ``pbm game new`` and the GM's mail
     ``game new``): ``early``, ``grace`` and ``remind`` among ``pairs`` are the
     server's settings (as in :func:`set_options`), the others the game's own
@@ -202,7 +244,9 @@ def new_game(session: Session, kind: str, name: str, pairs: dict[str, str], dead
     options = {k: v for k, v in pairs.items() if k.lower() not in DESK_KEYS + votesettings.KEYS}
     game = create_game(session, kind, name, options, deadline, now, actor=actor)
     if desk:
-        set_options(session, game, desk, now, actor)
+        set_options(session, game, desk, now, actor, settings)
+    if game.notify_url:
+        alerting.game_started(session, game, get_rules(game.kind), now)
     return game
 
 

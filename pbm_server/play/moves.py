@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from games import get_rules
 from games.base import Command, Context, Outcome, Rules
+from pbm_server.play import alerting
 from pbm_server.play.gamestate import record_outcome, save_entries, save_state
 from pbm_server.play.notices import Mailer
 from pbm_server.play.seeds import fresh_rng, keep_rng, turn_rng
@@ -43,6 +44,8 @@ def apply_commands(
         states.stage(game)
     actor = ctx.actor.handle if ctx.actor and ctx.actor.handle else "unknown"
     record_outcome(session, game, outcome, ctx.now, "gm" if ctx.actor and ctx.actor.is_gm else actor, inbound_id)
+    if outcome.finished:
+        alerting.game_ended(session, game, rules, ctx.now)
     if ctx.actor and ctx.actor.is_gm and commands:
         how = f" (mail {inbound_id})" if inbound_id else ""
         audit(session, ctx.now, gm_actor or ctx.actor.handle or "gm", "game do",
@@ -62,4 +65,6 @@ def tick(session: Session, game: Game, mailer: Mailer, now: datetime) -> bool:
     save_state(game, outcome.state, now)
     record_outcome(session, game, outcome, now, "scheduler")
     mailer.send_notices(session, game, rules, outcome.notices, now)
+    if outcome.finished:
+        alerting.game_ended(session, game, rules, now)
     return True

@@ -22,7 +22,7 @@ from pbm_server.base.localtime import show_time
 from pbm_server.mail.compose import Composer, Rendered, cut_words, text_html, thread_root
 from pbm_server.mail.headers import reading_policy
 from pbm_server.mail.outbound import enqueue
-from pbm_server.play import streams
+from pbm_server.play import alerting, streams
 from pbm_server.store.lookup import account_by_handle
 from pbm_server.store.models import Account, AuditEntry, Game, Observer, OutboundMail
 
@@ -99,6 +99,7 @@ class Mailer:
         sent = []
         written: list[object] = []
         players: list[str] | None = None
+        alerting.from_notices(session, game, notices, now)  # a board's start, move or end (curio)
         extras = _Extras(session, self.composer, game, rules, notices, stream, now)
         for notice in notices:
             if ALL_PLAYERS in notice.to and players is None:

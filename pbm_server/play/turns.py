@@ -20,7 +20,7 @@ from pbm_server.base.deadlines import DeadlineError, parse_deadline
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.mail.compose import Rendered, wrap
-from pbm_server.play import people, reliability
+from pbm_server.play import alerting, people, reliability
 from pbm_server.play.gamestate import record_outcome, save_state, set_deadline
 from pbm_server.play.notices import Mailer, tell_players
 from pbm_server.play.ordercheck import order_blocks
@@ -162,6 +162,9 @@ def run_turn(
     if outcome.turn_done:
         reliability.write_turn(session, game, turn, owed, now)
         people.check_drops(session, mailer, game, owed, now)
+        alerting.turn_processed(session, game, rules, turn, no_orders, now)
+    if outcome.finished:
+        alerting.game_ended(session, game, rules, now)
     if outcome.left:  # seats freed by the turn go to the waiting list
         fill_seats(session, mailer, game, now)
     return outcome

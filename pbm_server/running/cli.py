@@ -501,7 +501,7 @@ def game_new(env: Env, kind: str, name: str, options: tuple[str, ...], deadline:
     with env.db.write(world=EXCLUSIVE) as s:
         try:
             now = clock.now()
-            g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli")
+            g = gmdesk.new_game(s, kind, name, parse_kv(options), deadline, now, "cli", env.settings)
         except ServerRefused as exc:
             fail(str(exc))
         click.echo(f"{g.kind} game {g.name} created: players mail {env.settings.address(g.name)}"
@@ -510,6 +510,8 @@ def game_new(env: Env, kind: str, name: str, options: tuple[str, ...], deadline:
         note = gmdesk.first_deadline_note(g, now, f"--deadline EXPR, or later: pbm game deadline {g.name} EXPR")
         if note:
             click.echo(f"NOTE: {note}")
+        if g.notify_url:
+            click.echo(f"secret: {g.notify_secret}")
 
 
 @game.command("list")
@@ -546,6 +548,9 @@ def game_show(env: Env, name: str, viewer: str | None) -> None:
             viewer = playing.get(acc.handle_key)
             if viewer is None:
                 click.echo(f"({acc.handle} does not play in {g.name}: this is what an observer sees)\n")
+        if g.notify_url:
+            click.echo(f"alerts: {g.notify_url}" + (f" (STOPPED {g.notify_error})" if g.notify_error else ""))
+            click.echo(f"secret: {g.notify_secret}\n")
         sections = rules.view(g.state, viewer)
         for sec in sections:
             title, text, _ = composer.section(sec, g.kind)
@@ -695,10 +700,18 @@ def _desk(env: Env, name: str, op: DeskOp, *, read: bool = False) -> str:
 @pass_env
 def game_set(env: Env, name: str, pairs: tuple[str, ...]) -> None:
     """Set server-side settings: early=on|off grace=DURATION remind=DURATION deadline=EXPR
-    press=on|off|broadcast anonymous=on|off public_press=on|off seats=N|none."""
+    press=on|off|broadcast anonymous=on|off public_press=on|off seats=N|none notify=URL|off
+    (alerts: prints the key of the signed JSON as "secret: HEX"; docs/operations.md "Alerts")."""
     from pbm_server.play import gmdesk
 
-    click.echo(_desk(env, name, lambda s, g, m, now: gmdesk.change_settings(s, m, g, parse_kv(pairs), now, "cli")))
+    def op(s: Session, g: Game, m: Mailer, now: datetime) -> str:
+        said = gmdesk.change_settings(s, m, g, parse_kv(pairs), now, "cli")
+        if g.notify_url and any(k.lower() == "notify" for k in parse_kv(pairs)):
+            # the key of the signed generic JSON (X-PBM-Signature); pbm game show NAME shows it again
+            said += f"\nsecret: {g.notify_secret}"
+        return said
+
+    click.echo(_desk(env, name, op))
 
 
 @game.command("deadline")

@@ -44,7 +44,7 @@ from pbm_server.base import clock
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.base.settings import Settings
-from pbm_server.play import readycheck, votes
+from pbm_server.play import alerting, readycheck, votes
 from pbm_server.play.moves import tick
 from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.people import extend_for_missing
@@ -334,6 +334,7 @@ class Scheduler:
             )
             sent += len(self.mailer.send_notices(s, game, rules, [notice], now, stream="reminders"))
         game.reminded_for = game.next_deadline
+        alerting.reminder(s, game, rules, owing, now)
         audit(s, now, "scheduler", "reminders", f"{game.name} {rules.turn_name} {game.turn}: " + (", ".join(owing) or "nobody owes orders"), game)
         return sent
 

@@ -53,6 +53,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from pbm_server.base.settings import Settings
+from pbm_server.mail.alerts import AlertDelivery
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import GameNames, InboundHandler, IntakeWriter, make_controller
 from pbm_server.mail.outbound import Outbound
@@ -225,6 +226,8 @@ class Server:
         if index and index != "0":
             # the claims of each back end are its own, and stay its own across its restart
             self.outbound.identity = f"{self.outbound.identity[:58]}|{index[:5]}"
+        # alerts (mail/alerts.py) are outbox rows too, posted beside the mail, with claims of their own
+        self.alerts = AlertDelivery(self.db, settings, f"{self.outbound.identity[:57]}|alerts")
         self.scheduler = Scheduler(self.db, settings, self.worker.mailer, on_mail=self.outbound.wake.set)
         for worker in self.workers:
             worker.on_processed = self.outbound.wake.set
@@ -431,7 +434,8 @@ class Server:
         targets: list[tuple[str, str, Callable[[], None]]] = [
             ("worker", f"worker-{i + 1}", functools.partial(self._run_worker, w)) for i, w in enumerate(self.workers)
         ]
-        targets += [("outbound", "outbound", self._run_outbound), ("scheduler", "scheduler", self.scheduler.run)]
+        targets += [("outbound", "outbound", self._run_outbound), ("outbound", "alerts", self.alerts.run),
+                    ("scheduler", "scheduler", self.scheduler.run)]
         for part, name, target in targets:
             if part in self.local_parts:
                 t = threading.Thread(target=target, name=name, daemon=True)
@@ -496,6 +500,7 @@ class Server:
         for worker in self.workers:
             worker.stop()
         self.outbound.stop()
+        self.alerts.stop()
         self.scheduler.stop()
         for t in self.threads:
             t.join(timeout=30)

@@ -101,6 +101,12 @@ class Account(Base):
     timezone: Mapped[str | None] = mapped_column(String(64))
     absent_from: Mapped[datetime | None]
     absent_to: Mapped[datetime | None]
+    #: alerts (mail/alerts.py): the URL they are posted to (None: no alerts), the
+    #: HMAC-SHA256 key of the signed generic JSON, and why the channel stopped
+    #: (a 4xx from the target; set again to restart it)
+    notify_url: Mapped[str | None] = mapped_column(String(400))
+    notify_secret: Mapped[str | None] = mapped_column(String(64))
+    notify_error: Mapped[str | None] = mapped_column(Text)
 
 
 class Game(Base):
@@ -163,6 +169,12 @@ class Game(Base):
     nmr_extended: Mapped[int | None] = mapped_column(Integer)
     #: a JOIN from an account whose reliability (percent) is below this is refused; None: any
     min_reliability: Mapped[int | None] = mapped_column(Integer)
+    #: alerts (mail/alerts.py): the URL they are posted to (None: no alerts), the
+    #: HMAC-SHA256 key of the signed generic JSON, and why the channel stopped
+    #: (a 4xx from the target; set again to restart it)
+    notify_url: Mapped[str | None] = mapped_column(String(400))
+    notify_secret: Mapped[str | None] = mapped_column(String(64))
+    notify_error: Mapped[str | None] = mapped_column(Text)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -339,7 +351,7 @@ class OutboundMail(Base):
     created_at: Mapped[datetime]
     inbound_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
     game_id: Mapped[int | None] = mapped_column(ForeignKey("games.id", ondelete="SET NULL"))
-    #: reply | reply-unproven (to a mail without a password) | reply-code (one of those carrying a confirmation code) | report | notice | gm | gm-shunts | gm-quiet | press | gm-press (press.py)
+    #: reply | reply-unproven (to a mail without a password) | reply-code (one of those carrying a confirmation code) | report | notice | gm | gm-shunts | gm-quiet | press | gm-press (press.py) | alert (mail/alerts.py: to_addr names the channel, raw is the alert as JSON)
     kind: Mapped[str] = mapped_column(String(16))
     to_addr: Mapped[str] = mapped_column(String(320))
     message_id: Mapped[str] = mapped_column(String(255))

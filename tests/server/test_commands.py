@@ -20,7 +20,7 @@ def commands_named(text: str) -> list[str]:
 def test_unknown_command_lists_every_command_the_sender_may_use(pbm):
     anyone = ["confirm", "forgot", "games", "help", "info", "password", "register", "reset", "signup", "undo",
               "unsubscribe", "who"]
-    player = sorted(anyone + ["absent", "email", "history", "observe", "settings", "status", "subscribe", "summary",
+    player = sorted(anyone + ["absent", "email", "history", "notify", "observe", "settings", "status", "subscribe", "summary",
                               "timezone", "unobserve", "ready", "vote", "available", "unavailable", "resign",
                               "take"])
     gm = sorted(player + ["do", "game", "turn", "offer"])
