@@ -13,7 +13,6 @@ observer may see (web/pages.py).
 from __future__ import annotations
 
 import asyncio
-import gzip
 import hashlib
 import logging
 import threading
