@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
+from games.curio.boards import CurioState
 from games.curio.ratings import START as RATING_START
 from pbm_server.accounts import links
 from pbm_server.base import clock
@@ -60,9 +61,32 @@ def game_stamp(session: Session, name: str) -> tuple[Any, ...] | None:
 
 
 def index_stamp(session: Session) -> tuple[Any, ...]:
-    row = session.execute(select(func.count(), func.max(Game.updated_at), func.sum(Game.version), func.sum(Game.turn))
-                          .where(Game.private.is_(False))).first()
-    return tuple(row) if row is not None else ()
+    """What the games list, its twin and the player pages depend on: each
+    public game's version, status, turn and deadline (a GM's ``pbm game
+    deadline`` or ``pause`` changes no version: it must still make them anew)."""
+    rows = session.execute(select(Game.id, Game.version, Game.updated_at, Game.status, Game.turn, Game.next_deadline)
+                           .where(Game.private.is_(False)).order_by(Game.id)).all()
+    return tuple(tuple(r) for r in rows)
+
+
+def everyone(game: Game) -> list[str]:
+    """The handles of everyone who plays in the game.  Mostly the game's
+    players (``rules.players``: who gets its notices); a curio game is played
+    on boards, and a board that ended (won, resigned, drawn) leaves that list
+    while its two players still played there: they count too (not a board
+    declined before its first move, on which nobody played)."""
+    handles = list(get_rules(game.kind).players(game.state))
+    if game.kind == "curio":
+        seen = {h.casefold() for h in handles}
+        for board in CurioState.from_state(game.state).boards.values():
+            if board.status == "declined":
+                continue
+            for handle in (board.light, board.dark):
+                if handle.casefold() not in seen:
+                    seen.add(handle.casefold())
+                    handles.append(handle)
+        handles.sort(key=str.casefold)
+    return handles
 
 
 def _summary(game: Game, domain: str, players: list[str] | None = None) -> dict[str, Any]:
@@ -70,7 +94,7 @@ def _summary(game: Game, domain: str, players: list[str] | None = None) -> dict[
     state is read once per page)."""
     rules = get_rules(game.kind)
     if players is None:
-        players = list(rules.players(game.state))
+        players = everyone(game)
     return {
         "name": game.name,
         "kind": game.kind,
@@ -133,7 +157,7 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
     for section in rules.view(game.state, None):
         title, text, html = composer.section(section, game.kind)
         board.append({"title": title, "text": text, "html": html})
-    handles = list(rules.players(game.state))
+    handles = everyone(game)
     data = _summary(game, domain, handles)
     data.update({
         "chart": _play_chart(game) if hasattr(rules, "score_history") else
