@@ -3,6 +3,8 @@ registered player status and history."""
 
 from __future__ import annotations
 
+import textwrap
+
 from games import KINDS, get_rules
 from games.base import Line, Result, Section
 from pbm_server.accounts.links import LIFETIME
@@ -103,9 +105,10 @@ def cmd_status(ctx: ServerContext, line: Line, words: list[str]) -> Result:
     own = streams.LinkMaker(ctx.session, ctx.settings).own_view(acc, g.name, ctx.now) \
         if plays_in(g, acc.handle_key) else None
     if own is not None:  # the reply goes to the player's own address only: the link is theirs
-        ctx.sections.append(Section(title=f"{g.name} on the web", text=(
-            f"Your own view of {g.name} (keep this link to yourself; it stops working when you change\n"
-            f"your password, and after {LIFETIME.days} days):\n{own}")))
+        # filled here, narrower than the reply's width, so the reply never breaks a line of it again
+        ctx.sections.append(Section(title=f"{g.name} on the web", text=textwrap.fill(
+            f"Your own view of {g.name} (keep this link to yourself; it stops working when you change "
+            f"your password, and after {LIFETIME.days} days):", 66) + f"\n{own}"))
     return Result(line, True, f"the state of {g.name} as you see it follows")
 
 

@@ -1,0 +1,49 @@
+"""The smaller findings of issue 42, each as a player meets it in a reply."""
+
+from __future__ import annotations
+
+import re
+
+from tests.harness import PbmServer
+from tests.server import weeks
+from tests.server.weeks import PW, addr
+
+
+def test_status_says_the_links_lifetime_in_whole_lines(pbm: PbmServer):
+    pbm.game_of_three()
+    text = pbm.text(pbm.mail("ann@example.org", "pbm", "status ring1\n$$ann-pass-1$$"))
+    para = text[text.index("Your own view of ring1"):].split("\n\n")[0]
+    lines = para.split("\n")
+    # one paragraph filled to the width, the link on a line of its own: no line cut short mid-sentence
+    assert all(len(line) > 50 for line in lines[:-2]), lines
+    assert "it stops working when you change your password" in " ".join(para.split())
+
+
+def test_check_forecasts_without_saying_accepted_twice(pbm: PbmServer):
+    weeks.rmpm(pbm)
+    text = pbm.flat(pbm.mail(addr("ann"), "world", f"CHECK\n01-06 -> 01-07\n23-10 -> 22-10\n$${PW['ann']}$$"))
+    assert "would be accepted" in text and "would be accepted: accepted" not in text, text
+    assert "would be accepted: your orders would then be:" in text, text
+
+
+def test_press_to_a_player_by_their_board_abbreviation(pbm: PbmServer):
+    weeks.rmpm(pbm)  # ann plays as bd (blue dragon), bob as ir (Irata)
+    text = pbm.flat(pbm.mail(addr("ann"), "world", f"PRESS TO ir\nshall we share the park?\nENDPRESS\n$${PW['ann']}$$"))
+    assert "sent to ir" in text and "there is no player" not in text, text
+    pbm.settle()
+    press = [m for m in pbm.inbox(addr("bob")) if "press from ann" in str(m["Subject"])]
+    assert len(press) == 1 and "shall we share the park?" in pbm.text(press[0])
+    # a name nobody goes by is still refused, naming what would be accepted
+    text = pbm.flat(pbm.mail(addr("ann"), "world", f"PRESS TO zz\nhello\nENDPRESS\n$${PW['ann']}$$"))
+    assert "there is no player called 'zz' in world; nothing was sent" in text, text
+
+
+def test_press_to_a_player_who_stopped_press_says_one_true_thing(pbm: PbmServer):
+    pbm.game_of_three()
+    assert "no more press" in pbm.text(pbm.mail("bob@example.org", "pbm", "unsubscribe ring1 press\n$$bob-pass-1$$"))
+    text = pbm.flat(pbm.mail("ann@example.org", "ring1", "PRESS TO bob\nhello bob\nENDPRESS\n$$ann-pass-1$$"))
+    assert "sent to bob" not in text and "mailed to nobody; not to bob: bob stopped press mail of ring1" in text, text
+    text = pbm.flat(pbm.mail("ann@example.org", "ring1", "PRESS TO bob cat\nhello both\nENDPRESS\n$$ann-pass-1$$"))
+    assert "sent to cat; not to bob: bob stopped press mail of ring1" in text, text
+    text = pbm.flat(pbm.mail("ann@example.org", "ring1", "PRESS TO ALL\nhello all\nENDPRESS\n$$ann-pass-1$$"))
+    assert re.search(r"sent to the 1 other players of ring1 who get its press: cat; not to bob", text), text
