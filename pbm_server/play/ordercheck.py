@@ -81,8 +81,11 @@ def order_blocks(session: Session, game: Game, rules: Rules[Any], turn_run: int,
         head = (f"YOUR ORDERS FOR {rules.turn_name.upper()} {game.turn}: edit them and send them back to "
                 f"{game.name}@{domain} with your $$password$$ (put CHECK on the first line to have them "
                 "checked without submitting them):")
-        body = "\n".join(lines) if lines else (f"(no orders from you for {rules.turn_name} {turn_run}; "
-                                               f"'help {game.kind}' to pbm@{domain} lists the orders)")
+        done = bool(last.get(handle.lower()))  # orders were sent, and none of them applies any more
+        body = "\n".join(lines) if lines else (
+            f"({'your orders of' if done else 'no orders from you for'} {rules.turn_name} {turn_run}"
+            f"{' were carried out and none applies again' if done else ''}; "
+            f"'help {game.kind}' to pbm@{domain} lists the orders)")
         out[handle.lower()] = textwrap.fill(head, 76, break_long_words=False, break_on_hyphens=False) + "\n\n" + (
             body if lines else textwrap.fill(body, 76, break_long_words=False, break_on_hyphens=False))
     return out

@@ -6,7 +6,7 @@ import re
 
 from tests.harness import PbmServer
 from tests.server import weeks
-from tests.server.weeks import PW, addr
+from tests.server.weeks import PW, addr, send
 
 
 def test_status_says_the_links_lifetime_in_whole_lines(pbm: PbmServer):
@@ -47,3 +47,20 @@ def test_press_to_a_player_who_stopped_press_says_one_true_thing(pbm: PbmServer)
     assert "sent to cat; not to bob: bob stopped press mail of ring1" in text, text
     text = pbm.flat(pbm.mail("ann@example.org", "ring1", "PRESS TO ALL\nhello all\nENDPRESS\n$$ann-pass-1$$"))
     assert re.search(r"sent to the 1 other players of ring1 who get its press: cat; not to bob", text), text
+
+
+def test_sequence_join_and_pieces_in_one_mail_show_the_pieces_once(pbm: PbmServer):
+    weeks.players(pbm, "ann")
+    pbm.new_game("sequence", "four")
+    text = pbm.text(send(pbm, "ann", "four", "JOIN", "PIECES"))
+    assert "you are player 1" in text and text.count("Piece  1: value") == 1, text
+
+
+def test_the_rmpm_order_template_holds_no_move_from_a_field_the_chips_left(pbm: PbmServer):
+    weeks.rmpm(pbm)  # week 2: ann moved 01-05 -> 01-06 and 25-10 -> 24-10
+    pbm.settle()
+    report = [m for m in pbm.inbox(addr("ann")) if "report of week 2" in str(m["Subject"])][-1]
+    text = pbm.text(report)
+    template = text[text.index("YOUR ORDERS FOR WEEK 3"):].split("\n\n")[1]
+    assert "01-05 ->" not in template and "25-10 ->" not in template, template
+    assert "your orders of week 2 were carried out" in " ".join(template.split()), template
