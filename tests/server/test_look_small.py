@@ -64,3 +64,12 @@ def test_the_rmpm_order_template_holds_no_move_from_a_field_the_chips_left(pbm: 
     template = text[text.index("YOUR ORDERS FOR WEEK 3"):].split("\n\n")[1]
     assert "01-05 ->" not in template and "25-10 ->" not in template, template
     assert "your orders of week 2 were carried out" in " ".join(template.split()), template
+
+
+def test_a_curio_mail_with_a_move_clock_starts_with_one_full_stop(pbm: PbmServer):
+    weeks.players(pbm, "ann", "bob")
+    reply = pbm.mail(addr("ann"), "pbm", f"curio challenge -base=3 -cols=3 -clock=1d ann bob\n$${PW['ann']}$$")
+    lead = re.search(r'<p class="next"[^>]*>(.*?)</p>', PbmServer.html(reply) or "", re.S)
+    assert lead is not None, PbmServer.html(reply)
+    assert lead.group(1).startswith("Your move on board 101") and "wins on time." in lead.group(1), lead.group(1)
+    assert ".." not in lead.group(1), lead.group(1)
