@@ -155,6 +155,8 @@ class Freshness:
         async def answer(message: Message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
+                # a copy: the headers list is the response's own, and a kept page's response is sent again
+                message = {**message, "headers": list(message.get("headers", []))}
                 headers = MutableHeaders(scope=message)
                 status = int(message["status"])
                 if "cache-control" not in headers or private or status != 200:

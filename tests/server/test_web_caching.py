@@ -48,6 +48,10 @@ def test_pages_are_compressed_kept_and_revalidated_and_robots_and_errors_read_we
     assert tag == plain_head["etag"]  # one tag for the page, whatever its encoding
     status, again, body = get(pbm, "/games/ring1", {"If-None-Match": tag})
     assert status == 304 and body == b"" and again["etag"] == tag
+    # the kept page is whole again for the next browser without the tag
+    status, whole, body = get(pbm, "/games/ring1")
+    assert status == 200 and whole["content-type"].startswith("text/html") and body.decode() == page
+    assert int(whole["content-length"]) == len(body)
     # once the page changes its tag does too, and the old one gets the page
     pbm.register("bob", "bob-pass-1")
     pbm.mail("bob@example.org", "ring1", "JOIN\n$$bob-pass-1$$")
