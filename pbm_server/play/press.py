@@ -477,8 +477,10 @@ class Relay:
         quiet = [self.called.get(h, h) for h in quiet]
         if not mailed:
             said = "mailed to nobody"
-        elif block.to_all and (held or quiet):
+        elif block.to_all and quiet:
             said = f"sent to the {len(mailed)} other players of {game.name} who get its press: {_names(mailed)}"
+        elif block.to_all and held:
+            said = f"sent to the {len(mailed)} other players of {game.name} whose mail is not held: {_names(mailed)}"
         elif block.to_all:
             said = f"sent to all {len(mailed)} other players of {game.name}: {_names(mailed)}"
         else:
