@@ -29,7 +29,7 @@ from games.base import (
 )
 from games.names import looks_alike
 from games.rmpm import parse
-from games.rmpm.board import Board, field_of, fmt, parse_board_file
+from games.rmpm.board import Board, Field, field_of, fmt, parse_board_file, parse_field
 from games.rmpm.engine import parse_held, placement_refusal, run_slot, validate_orders, weekly_update
 from games.rmpm.help import rule_book
 from games.rmpm.model import START_CAPITAL, Game, Player, Position, Sketch
@@ -548,7 +548,23 @@ class RmpmRules(Rules[RmpmMail]):
         if handle not in state["players"]:
             return None
         held = state.get("orders", {}).get(handle)
-        return list(held) if held else list(last)
+        if held:
+            return list(held)
+        # last week's lines only where they still apply: a move or a fence turn from a field the
+        # player's chips have left (they moved) would be refused if sent back as it is
+        chips = {field for field in (parse_field(c) for c in state["players"][handle].get("chips") or [])
+                 if field is not None}
+        return [line for line in last if self._still_applies(line, chips)]
+
+    @staticmethod
+    def _still_applies(line: str, chips: set[Field]) -> bool:
+        """Whether an order line of last week names, where it names a chip's
+        field (its first field), a field one of the player's chips stands on."""
+        words = line.replace("->", " ").split()
+        if words and words[0].upper() == "F":
+            words = words[1:]
+        first = parse_field(words[0]) if words else None
+        return first is None or first in chips
 
     def public_reports(self, state: State, notices: list[Notice]) -> list[Notice]:
         """The weekly report: the board, the update and the standings, sent

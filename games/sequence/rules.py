@@ -250,6 +250,8 @@ class SequenceRules(Rules[SequenceMail]):
     def handle_pieces(self, mail: SequenceMail, cmd: Command) -> str:
         game, ctx, out = mail.game, mail.ctx, mail.outcome
         handle = self._member(game, ctx, need_password=False)
+        # a JOIN in the same mail already showed the pieces: this fuller section takes its place
+        out.sections[:] = [s for s in out.sections if s.title != "Your pieces"]
         out.sections.append(view.status_section(game, handle, "Where you stand"))
         player = game.player(handle)
         return (

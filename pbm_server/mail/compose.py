@@ -191,22 +191,61 @@ def css_blocks(css: str) -> list[tuple[str, str]]:
     return out
 
 
-def _mail_rules(css: str, names: dict[str, str]) -> list[str]:
-    """The rules of ``css`` a mail uses, ``var(--x)`` written out."""
+#: the at-rule of the night's colours in templates/web/pbm.css (its :root only: the rules read the colours)
+DARK = "@media (prefers-color-scheme: dark)"
+
+
+def _mail_rules(css: str, names: dict[str, str], important: bool = False) -> list[str]:
+    """The rules of ``css`` a mail uses, ``var(--x)`` written out.  The rules of
+    an at-rule (@media) stay in the mail's <style>, under the styles written
+    inline: each is made ``!important``, or it would never apply."""
     rules = []
     for prelude, body in css_blocks(css):
         if prelude == ":root":
             continue
         if prelude.startswith("@"):
-            inner = _mail_rules(body, names)
+            inner = _mail_rules(body, names, important=True)
             if inner:
                 rules.append(prelude + " { " + " ".join(inner) + " }")
             continue
         selectors = [s for s in prelude.split(",") if not _WEB_ONLY.match(s)]
         if selectors:
             body = re.sub(r"var\((--[\w-]+)\)", lambda m: names.get(m.group(1), m.group(0)), body)
+            if important:
+                body = "; ".join(d.strip() + " !important" for d in body.split(";") if d.strip())
             rules.append(", ".join(s.strip() for s in selectors) + " { " + body + " }")
     return rules
+
+
+def _dark_rules(css: str, names: dict[str, str]) -> list[str]:
+    """The declarations of ``css`` that read a colour (``var(--x)``), with the
+    night's colours and ``!important``: a mail's styles are inline, and only an
+    important rule of its <style> wins over them."""
+    rules = []
+    for prelude, body in css_blocks(css):
+        if prelude.startswith("@") or prelude == ":root":
+            continue
+        selectors = [s for s in prelude.split(",") if not _WEB_ONLY.match(s)]
+        said = [d.strip() for d in body.split(";") if "var(--" in d]
+        if selectors and said:
+            said = [re.sub(r"var\((--[\w-]+)\)", lambda m: names.get(m.group(1), m.group(0)), d) + " !important"
+                    for d in said]
+            rules.append(", ".join(s.strip() for s in selectors) + " { " + "; ".join(said) + " }")
+    return rules
+
+
+def _colours(css: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The ``--x`` colours of a stylesheet's :root, by day and by night."""
+    day: dict[str, str] = {}
+    night: dict[str, str] = {}
+    for prelude, body in css_blocks(css):
+        if prelude == ":root":
+            day.update(re.findall(r"(--[\w-]+)\s*:\s*([^;]+?)\s*(?:;|$)", body))
+        elif prelude == DARK:
+            for inner, rules in css_blocks(body):
+                if inner == ":root":
+                    night.update(re.findall(r"(--[\w-]+)\s*:\s*([^;]+?)\s*(?:;|$)", rules))
+    return day, day | night
 
 
 #: rules for the many cells of a big board (rmpm's 625 fields): written once
@@ -235,11 +274,9 @@ def mail_stylesheet() -> str:
     root = resources.files(TEMPLATE_PACKAGE)
     web = root.joinpath(*WEB_STYLESHEET).read_text(encoding="utf-8")
     boards = root.joinpath(*BOARD_STYLESHEET).read_text(encoding="utf-8")
-    names: dict[str, str] = {}
-    for prelude, body in css_blocks(web):
-        if prelude == ":root":
-            names.update(re.findall(r"(--[\w-]+)\s*:\s*([^;]+?)\s*(?:;|$)", body))
-    return "\n".join(_mail_rules(web, names) + _mail_rules(boards, names))
+    day, night = _colours(web)
+    dark = _dark_rules(web, night) + _dark_rules(boards, night)
+    return "\n".join(_mail_rules(web, day) + _mail_rules(boards, day) + [DARK + " { " + " ".join(dark) + " }"])
 
 
 #: writes the stylesheet into style attributes (Gmail and Outlook drop or

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import textwrap
 from typing import Any
 
@@ -34,6 +35,18 @@ def is_check(text: str) -> bool:
     return text.strip().upper() == CHECK_WORD
 
 
+def forecast(ok: bool, message: str) -> str:
+    """A result's words as a forecast: "would be accepted" (never "would be
+    accepted: accepted"), "would be refused: why"; a game's "now: ORDERS"
+    (the order set it holds after the line) becomes what it would hold."""
+    if not ok:
+        return "would be refused: " + message
+    rest = re.sub(r"^accepted\s*[:;,.]?\s*", "", message, flags=re.I)
+    if rest.startswith("now: "):
+        rest = "your orders would then be: " + rest[len("now: "):]
+    return "would be accepted" + (f": {rest}" if rest else "")
+
+
 def check_orders(rules: Rules[Any], state: State, commands: list[Command], ctx: Context) -> list[Result]:
     """What ``commands`` would come to, sent now by ``ctx.actor``: the game's
     own results, worded as a forecast.  The stored state is not touched (the
@@ -44,8 +57,7 @@ def check_orders(rules: Rules[Any], state: State, commands: list[Command], ctx: 
     outcome = rules.apply(copy, commands, ctx)
     out = []
     for r in outcome.results:
-        message = r.message[len("accepted: "):] if r.message.startswith("accepted: ") else r.message
-        out.append(Result(r.line, r.ok, ("would be accepted: " if r.ok else "would be refused: ") + message, r.text))
+        out.append(Result(r.line, r.ok, forecast(r.ok, r.message), r.text))
     return out
 
 
@@ -69,8 +81,11 @@ def order_blocks(session: Session, game: Game, rules: Rules[Any], turn_run: int,
         head = (f"YOUR ORDERS FOR {rules.turn_name.upper()} {game.turn}: edit them and send them back to "
                 f"{game.name}@{domain} with your $$password$$ (put CHECK on the first line to have them "
                 "checked without submitting them):")
-        body = "\n".join(lines) if lines else (f"(no orders from you for {rules.turn_name} {turn_run}; "
-                                               f"'help {game.kind}' to pbm@{domain} lists the orders)")
+        done = bool(last.get(handle.lower()))  # orders were sent, and none of them applies any more
+        body = "\n".join(lines) if lines else (
+            f"({'your orders of' if done else 'no orders from you for'} {rules.turn_name} {turn_run}"
+            f"{' were carried out and none applies again' if done else ''}; "
+            f"'help {game.kind}' to pbm@{domain} lists the orders)")
         out[handle.lower()] = textwrap.fill(head, 76, break_long_words=False, break_on_hyphens=False) + "\n\n" + (
             body if lines else textwrap.fill(body, 76, break_long_words=False, break_on_hyphens=False))
     return out

@@ -275,6 +275,31 @@ def _held_words(handles: Sequence[str]) -> str:
         "message is not kept to be sent later")
 
 
+def board_names(game: Game, players: dict[str, str]) -> dict[str, str]:
+    """The names a game's players go by on its board, lower case -> handle:
+    in rmpm each player's two-character ABBR and one-word alias, which the
+    reports show and players write to each other by (``PRESS TO al``).  A
+    name that is also a handle, or that two players share, is left out: a
+    handle always means its player."""
+    if game.kind != "rmpm":
+        return {}
+    names: dict[str, str] = {}
+    shared: set[str] = set()
+    found = (game.state or {}).get("players")
+    for handle, p in (found.items() if isinstance(found, dict) else ()):
+        handle = players.get(str(handle).lower())
+        if handle is None or not isinstance(p, dict):
+            continue
+        for name in (str(p.get("abbr") or ""), str(p.get("alias") or "")):
+            key = name.lower()
+            if not key or " " in key or key in players:
+                continue
+            if names.get(key, handle) != handle:
+                shared.add(key)
+            names[key] = handle
+    return {k: v for k, v in names.items() if k not in shared}
+
+
 class Relay:
     """The press blocks of one mail to one game, in its write transaction."""
 
@@ -285,6 +310,10 @@ class Relay:
         self.settings = settings
         self.game = game
         self.players = {p.lower(): p for p in players}
+        #: the names players go by on the board (rmpm's ABBR and one-word alias), lower case -> the handle
+        self.board_names = board_names(game, self.players)
+        #: a recipient named by the board name the sender wrote: the reply names them so
+        self.called: dict[str, str] = {}
         self.sender = sender
         self.now = now
         self.inbound_id = inbound_id
@@ -334,6 +363,9 @@ class Relay:
         found: list[str] = []
         for h in block.handles:
             key = h.lower()
+            if key not in self.players and key in self.board_names:  # PRESS TO al: the player whose ABBR is al
+                self.called.setdefault(self.board_names[key], h)
+                key = self.board_names[key].lower()
             if key in self.players:
                 if key != me and self.players[key] not in found:
                     found.append(self.players[key])
@@ -402,9 +434,7 @@ class Relay:
                        gm_copy=True)
         public = block.to_all and self.game.public_press
         self._record(block, recipients, text, sender, anonymous, public)
-        said = self._sent_words(block, recipients, held, anonymous, public)
-        if quiet:
-            said += f"; {_and(quiet)} stopped press mail of {self.game.name}, so it was not mailed to them"
+        said = self._sent_words(block, recipients, held, anonymous, public, quiet)
         return Result(block.line, True, said)
 
     def _not_held(self, handles: list[str]) -> tuple[list[Account], list[str]]:
@@ -438,15 +468,25 @@ class Relay:
               f"{game.name}: to {'ALL' if block.to_all else ' '.join(recipients)} ({len(text.splitlines())} lines)", game)
 
     def _sent_words(self, block: PressBlock, recipients: list[str], held: list[str], anonymous: bool,
-                    public: bool = False) -> str:
-        """What the sender is told of a press that went out."""
+                    public: bool = False, quiet: Sequence[str] = ()) -> str:
+        """What the sender is told of a press that went out: who it was mailed
+        to, and who not and why (``quiet``: players who stopped its press mail)."""
         game = self.game
-        if block.to_all and held:
-            said = f"sent to the {len(recipients)} other players of {game.name} whose mail is not held: {_names(recipients)}"
+        stopped = {h.lower() for h in quiet}
+        mailed = [self.called.get(h, h) for h in recipients if h.lower() not in stopped]
+        quiet = [self.called.get(h, h) for h in quiet]
+        if not mailed:
+            said = "mailed to nobody"
+        elif block.to_all and quiet:
+            said = f"sent to the {len(mailed)} other players of {game.name} who get its press: {_names(mailed)}"
+        elif block.to_all and held:
+            said = f"sent to the {len(mailed)} other players of {game.name} whose mail is not held: {_names(mailed)}"
         elif block.to_all:
-            said = f"sent to all {len(recipients)} other players of {game.name}: {_names(recipients)}"
+            said = f"sent to all {len(mailed)} other players of {game.name}: {_names(mailed)}"
         else:
-            said = f"sent to {_and(recipients)}"
+            said = f"sent to {_and(mailed)}"
+        if quiet:
+            said += f"; not to {_and(quiet)}: {_and(quiet)} stopped press mail of {game.name}"
         if anonymous:
             said += " (anonymous press: they are not told who sent it)"
         if held:

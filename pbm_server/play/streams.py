@@ -224,7 +224,7 @@ def score_bars(scores: list[tuple[str, int]], turn_name: str) -> str:
     for handle, value in top:
         width = max(1, round(100 * max(0, value) / high))
         rows.append(
-            f'<tr><td style="padding:2px 8px 2px 0;font-family:sans-serif;font-size:13px;color:#1b1f24">'
+            f'<tr><td style="padding:2px 8px 2px 0;font-family:sans-serif;font-size:13px">'
             f'{escape(handle)}</td><td style="width:100%;padding:2px 0">'
             f'<table role="presentation" cellpadding="0" cellspacing="0" width="{width}%"><tr>'
             f'<td style="background:#0b5cad;height:12px;line-height:12px;font-size:1px" '

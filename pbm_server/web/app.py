@@ -13,6 +13,7 @@ observer may see (web/pages.py).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import threading
 import time
@@ -21,6 +22,7 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import Any, cast
 from urllib.parse import parse_qs
+from xml.sax.saxutils import escape as xml_escape
 
 import anyio
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -28,6 +30,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -51,9 +56,11 @@ from pbm_server.store.lookup import audit, credentials_by_email
 from pbm_server.web import home, pages
 from pbm_server.web.metrics import MailMetrics
 
-#: no script anywhere, no inline style, nothing from elsewhere
+#: no script anywhere, no inline style, nothing from elsewhere.  ``connect-src 'self'``: no script runs
+#: here to use it, but a tool that reads the site from inside a page (Lighthouse reads /robots.txt
+#: with fetch()) was refused by ``default-src 'none'``
 SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; "
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
                                "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -76,6 +83,132 @@ REQUESTS_AT_ONCE = 200
 #: the only paths answered whatever the load: a monitor must never see the server as down because
 #: pages are flooded
 UNLIMITED_PATHS = frozenset({"/healthz"})
+
+
+#: how long a browser or a proxy may keep what it got (docs/web.md): a public page, twin or feed
+#: a minute (a turn or a move changes it; after that minute a repeated GET costs a 304);
+#: the stylesheet (its link names its hash) a year, the icon and robots.txt a day
+PAGE_LIFETIME = "public, max-age=60"
+STATIC_LIFETIME = "public, max-age=31536000, immutable"
+DAY_LIFETIME = "public, max-age=86400"
+#: links for one player (their own view, a stream's settings) and every answer but 200/304
+PRIVATE = "private, no-store"
+NO_STORE = "no-store"
+#: text answers at least this long are sent gzipped to a client that accepts it (below it the
+#: header and the work cost more than the bytes saved)
+GZIP_MINIMUM = 1024
+#: paths only their addressee may see: kept by no cache, indexed by no search engine
+PRIVATE_PREFIXES = ("/me/", "/unsubscribe/")
+
+ROBOTS = """# the public games, their turns and players may be read and indexed;
+# a player's own links and mail settings are theirs alone
+User-agent: *
+Allow: /
+Disallow: /me/
+Disallow: /unsubscribe/
+Disallow: /healthz
+Disallow: /metrics
+"""
+
+#: an envelope and a seal: a game by mail
+FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" '
+           'fill="#0b5cad"/><path d="M6 10h20v13H6z" fill="#fff"/><path d="M6 10l10 8 10-8" fill="none" '
+           'stroke="#0b5cad" stroke-width="2"/><circle cx="24" cy="23" r="5" fill="#f2b705" stroke="#fff" '
+           'stroke-width="1.5"/></svg>\n')
+
+
+def lifetime(path: str, status: int) -> str:
+    """The Cache-Control of an answer on ``path`` (:data:`PAGE_LIFETIME` and the others)."""
+    if path.startswith(PRIVATE_PREFIXES):
+        return PRIVATE
+    if status not in (200, 304) or path in ("/healthz", "/metrics"):
+        return NO_STORE
+    if path.startswith("/static/"):
+        return STATIC_LIFETIME
+    if path in ("/favicon.ico", "/favicon.svg", "/robots.txt"):
+        return DAY_LIFETIME
+    return PAGE_LIFETIME
+
+
+def etag_matches(header: str, tag: str) -> bool:
+    """Whether an If-None-Match header names ``tag`` (weak comparison, RFC 9110 13.1.2)."""
+    if header.strip() == "*":
+        return True
+    return any(t.strip().removeprefix("W/") == tag.removeprefix("W/") for t in header.split(","))
+
+
+class Freshness:
+    """Cache-Control on every answer (:func:`lifetime`), ``X-Robots-Tag: noindex``
+    on the private ones, and for a public 200 to a GET or HEAD a weak ETag of its
+    body: a repeated GET with If-None-Match gets a 304 without the body.  Inside
+    the gzip layer, so the tag is the page's, whatever its encoding (hence weak)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        private = path.startswith(PRIVATE_PREFIXES)
+        tagged = scope.get("method") in ("GET", "HEAD") and not private
+        asked = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"if-none-match"), None)
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def answer(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                # a copy: the headers list is the response's own, and a kept page's response is sent again
+                message = {**message, "headers": list(message.get("headers", []))}
+                headers = MutableHeaders(scope=message)
+                status = int(message["status"])
+                if "cache-control" not in headers or private or status != 200:
+                    headers["Cache-Control"] = lifetime(path, status)
+                if private:
+                    headers["X-Robots-Tag"] = "noindex, nofollow"
+                if not tagged or status != 200:
+                    await send(message)
+                    return
+                start = message  # held until the whole body is known
+                return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            tag = 'W/"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+            headers = MutableHeaders(scope=start)
+            headers["ETag"] = tag
+            if asked is not None and etag_matches(asked, tag):
+                start["status"] = 304
+                for name in ("content-length", "content-type"):
+                    if name in headers:
+                        del headers[name]
+                await send(start)
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await send(start)
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, answer)
+
+
+def error_page(status: int, text: str, domain: str = "") -> Response:
+    """A 403 or 404 as a small page of the site's look, with a way home; the
+    same words as a client that asks for no HTML reads them."""
+    heading = {403: "This link does not open the page", 404: "No such page"}.get(status, "Not here")
+    place = f" at {xml_escape(domain)}" if domain else ""
+    body = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f'<meta name="color-scheme" content="light dark">\n<meta name="robots" content="noindex">\n'
+            f'<title>{heading}</title>\n<link rel="icon" href="/favicon.svg" type="image/svg+xml">\n'
+            f'<link rel="stylesheet" href="/static/pbm.css"></head>\n<body>\n<main>\n<h1>{heading}</h1>\n'
+            f'<p>{xml_escape(text)}</p>\n<p><a href="/">Back to the games{place}</a></p>\n</main>\n</body></html>\n')
+    return HTMLResponse(body, status_code=status, headers={**SECURITY_HEADERS, "Cache-Control": NO_STORE})
 
 
 def odd_path(path: str) -> bool:
@@ -121,7 +254,7 @@ class Guard:
 
         path = scope.get("path", "")
         if odd_path(path):
-            await PlainTextResponse("no such page\n", status_code=404, headers=SECURITY_HEADERS)(scope, receive, send)
+            await error_page(404, "There is no page here.")(scope, receive, nosniff)
             return
         if path in UNLIMITED_PATHS:
             await self.app(scope, receive, nosniff)
@@ -254,6 +387,8 @@ def make_app(db: Database, settings: Settings | None = None,
     sheets = resources.files(TEMPLATE_PACKAGE)
     stylesheet = (sheets.joinpath("web", "pbm.css").read_text(encoding="utf-8") + "\n"
                   + sheets.joinpath("boards.css").read_text(encoding="utf-8"))
+    #: the stylesheet's link names its content: a new stylesheet is a new URL, so it may be kept a year
+    css_version = hashlib.sha256(stylesheet.encode()).hexdigest()[:12]
 
     def public(value: Any) -> Any:
         """With PBM_MAILBOX_ADDRESS, our addresses in a page or its data as
@@ -268,9 +403,19 @@ def make_app(db: Database, settings: Settings | None = None,
             return [public(v) for v in value]
         return value
 
-    def html(template: str, data: dict[str, Any], json_url: str) -> Response:
-        body = env.get_template(template).render(domain=domain, json_url=json_url, **data)
+    def html(template: str, data: dict[str, Any], json_url: str, description: str = "") -> Response:
+        body = env.get_template(template).render(
+            domain=domain, json_url=json_url, css_version=css_version,
+            description=description or f"Play-by-mail games at {domain}: games to join, their boards, turns and players.",
+            **data)
         return HTMLResponse(public(body), headers=SECURITY_HEADERS)
+
+    def error(status: int, text: str) -> Response:
+        heading = {403: "This link does not open the page", 404: "No such page"}.get(status, "Not here")
+        body = env.get_template("web/error.html").render(
+            domain=domain, json_url="/games.json", css_version=css_version, heading=heading, text=text,
+            description=text)
+        return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
 
     def read(build: Callable[..., dict[str, Any] | None], *args: Any) -> dict[str, Any] | None:
         with db.read() as s:
@@ -315,7 +460,7 @@ def make_app(db: Database, settings: Settings | None = None,
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     def not_found(what: str) -> Response:
-        return PlainTextResponse(f"{what}\n", status_code=404, headers=SECURITY_HEADERS)
+        return error(404, what[:1].upper() + what[1:] + ".")
 
     cache = PageCache()
     #: pages are made one at a time: a flood of requests waits here, not for the CPU the mail needs
@@ -358,7 +503,8 @@ def make_app(db: Database, settings: Settings | None = None,
 
     def index(request: Request) -> Response:
         data = read(pages.games_index, domain) or {}
-        return html("web/index.html", data, "/games.json")
+        return html("web/index.html", data, "/games.json",
+                    f"The play-by-mail games at {domain}: what each plays, its next deadline and how to join.")
 
     def index_json(request: Request) -> Response:
         return JSONResponse(read(pages.games_index, domain))
@@ -383,7 +529,9 @@ def make_app(db: Database, settings: Settings | None = None,
                                                      for r in more["rows"]]
                                               for name, more in (chart.get("more") or {}).items() if more}
                                    if chart else {}})
-        return html("web/game.html", data, f"/games/{data['name']}.json")
+        return html("web/game.html", data, f"/games/{data['name']}.json",
+                    f"{data['name']}, a game of {data['title']} played by e-mail at {domain} ({data['status']}, "
+                    f"{data['players']} player{'' if data['players'] == 1 else 's'}): its board, turns and press.")
 
     def turn(request: Request) -> Response:
         name, number = request.path_params["name"], request.path_params["turn"]
@@ -396,7 +544,8 @@ def make_app(db: Database, settings: Settings | None = None,
             return not_found(f"{name} has no processed turn {number[:20]}")
         if as_json:
             return JSONResponse({k: v for k, v in data.items() if k != "sections"})
-        return html("web/turn.html", data, f"/games/{data['name']}/turns/{data['turn']}.json")
+        return html("web/turn.html", data, f"/games/{data['name']}/turns/{data['turn']}.json",
+                    f"What happened in turn {data['turn']} of {data['name']}, a play-by-mail game at {domain}.")
 
     def feed(request: Request) -> Response:
         name = request.path_params["name"]
@@ -429,7 +578,8 @@ def make_app(db: Database, settings: Settings | None = None,
                                                     "history": [{k: v for k, v in row.items() if k not in ("n", "handle")}
                                                                 for row in r["history"]]}
                                                    for r in data["ratings"]]})
-        return html("web/player.html", data, f"/players/{data['handle']}.json")
+        return html("web/player.html", data, f"/players/{data['handle']}.json",
+                    f"{data['handle']} at {domain}: the public play-by-mail games they play, and their ratings.")
 
     def own(request: Request) -> Response:
         handle, name = request.path_params["handle"], request.path_params["name"]
@@ -462,10 +612,8 @@ def make_app(db: Database, settings: Settings | None = None,
                      orders_text: str = "", status: int = 200) -> Response:
         data = read(own_data, handle, name, token, sent)
         if data is None:
-            return PlainTextResponse(
-                "This link does not open a game any more: it has expired, or the password changed since it was "
-                f"sent. Mail 'status {name}' to pbm@{domain} for a new one.\n", status_code=403,
-                headers=SECURITY_HEADERS)
+            return error(403, "This link does not open a game any more: it has expired, or the password changed "
+                              f"since it was sent. Mail 'status {name}' to pbm@{domain} for a new one.")
         data.update(notice=notice, orders_text=orders_text)
         response = html("web/own.html", data, f"/games/{data['name']}.json")
         response.status_code = status
@@ -505,9 +653,8 @@ def make_app(db: Database, settings: Settings | None = None,
         if not email:
             return own_response(handle, name, token, None)  # the link's own refusal
         if not ours:
-            return PlainTextResponse("This form was not made for this page (another player's or another "
-                                     "game's): nothing was sent. Open your own view again and use its form.\n",
-                                     status_code=403, headers=SECURITY_HEADERS)
+            return error(403, "This form was not made for this page (another player's or another "
+                              "game's): nothing was sent. Open your own view again and use its form.")
         orders = field["orders"]
         if not orders.strip() or len(orders) > home.ORDERS_CHARS:
             return own_response(handle, name, token, None, "Nothing was sent: write your orders in the box (at most "
@@ -539,9 +686,8 @@ def make_app(db: Database, settings: Settings | None = None,
         handle, token = request.path_params["handle"], request.query_params.get("k", "")
         data = read(home.home_page, handle, token, domain, clock.now())
         if data is None:
-            return PlainTextResponse(
-                "This link does not open a home any more: it has expired, or the password changed since it was "
-                f"sent. Mail 'status' to pbm@{domain} for a new one.\n", status_code=403, headers=SECURITY_HEADERS)
+            return error(403, "This link does not open a home any more: it has expired, or the password changed "
+                              f"since it was sent. Mail 'status' to pbm@{domain} for a new one.")
         response = html("web/home.html", data, "")
         response.headers["Cache-Control"] = "private, no-store"
         return response
@@ -551,9 +697,8 @@ def make_app(db: Database, settings: Settings | None = None,
         with db.read() as s:
             body = home.player_calendar(s, handle, token, domain, base, clock.now())
         if body is None:
-            return PlainTextResponse("This calendar link does not work any more: it has expired, or the password "
-                                     "changed since it was made. Your home page has a new one.\n", status_code=403,
-                                     headers=SECURITY_HEADERS)
+            return error(403, "This calendar link does not work any more: it has expired, or the password "
+                              "changed since it was made. Your home page has a new one.")
         return Response(body, media_type="text/calendar; charset=utf-8",
                         headers={"Cache-Control": "private, no-store"})
 
@@ -625,13 +770,27 @@ def make_app(db: Database, settings: Settings | None = None,
                     f"/games/{info['game']}.json")
 
     def bad_link(name: str) -> Response:
-        return PlainTextResponse(
-            "This link does not work any more: it has expired, or it was changed. Mail 'help' to "
-            f"pbm@{domain} for the commands (unsubscribe {name} STREAM stops mail by mail).\n", status_code=403,
-            headers=SECURITY_HEADERS)
+        return error(403, "This link does not work any more: it has expired, or it was changed. Mail 'help' to "
+                          f"pbm@{domain} for the commands (unsubscribe {name} STREAM stops mail by mail).")
 
     def style(request: Request) -> Response:
-        return Response(stylesheet, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
+        # kept a year when asked for by the hash the pages link (an old hash still gets today's sheet: briefly)
+        long = request.query_params.get("v") == css_version
+        return Response(stylesheet, media_type="text/css",
+                        headers={"Cache-Control": STATIC_LIFETIME if long else PAGE_LIFETIME})
+
+    def favicon(request: Request) -> Response:
+        return Response(FAVICON, media_type="image/svg+xml")
+
+    def robots(request: Request) -> Response:
+        return PlainTextResponse(ROBOTS)
+
+    async def no_route(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        if status == 404:
+            return error(404, "There is no page here.")
+        return PlainTextResponse(f"{exc.detail if isinstance(exc, HTTPException) else 'error'}\n", status_code=status,
+                                 headers=SECURITY_HEADERS)
 
     app = Starlette(routes=[
         Route("/healthz", healthz, methods=["GET", "HEAD"]),
@@ -648,8 +807,12 @@ def make_app(db: Database, settings: Settings | None = None,
         Route("/me/{handle}/{name}", own, methods=["GET", "HEAD"]),
         Route("/me/{handle}/{name}", own_orders, methods=["POST"]),
         Route("/unsubscribe/{handle}/{name}/{stream}", unsubscribe, methods=["GET", "POST"]),
-        Route("/static/pbm.css", style, methods=["GET"]),
-    ])
+        Route("/static/pbm.css", style, methods=["GET", "HEAD"]),
+        Route("/favicon.svg", favicon, methods=["GET", "HEAD"]),
+        Route("/favicon.ico", favicon, methods=["GET", "HEAD"]),
+        Route("/robots.txt", robots, methods=["GET", "HEAD"]),
+    ], middleware=[Middleware(GZipMiddleware, minimum_size=GZIP_MINIMUM), Middleware(Freshness)],
+        exception_handlers={404: no_route})
     #: the counters count from the HTTP side's start (HttpSide.start reads the rows once)
     app.state.metrics = metrics
     app.state.pacer = pacer

@@ -11,6 +11,7 @@ turn's report is shown only where every player got the same one
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
+from games.curio.boards import CurioState
 from games.curio.ratings import START as RATING_START
 from pbm_server.accounts import links
 from pbm_server.base import clock
@@ -69,9 +71,33 @@ def game_stamp(session: Session, name: str) -> tuple[Any, ...] | None:
 
 
 def index_stamp(session: Session) -> tuple[Any, ...]:
-    row = session.execute(select(func.count(), func.max(Game.updated_at), func.sum(Game.version), func.sum(Game.turn))
-                          .where(Game.private.is_(False))).first()
-    return tuple(row) if row is not None else ()
+    """What the games list, its twin and the player pages depend on: each
+    public game's version, status, turn and deadline (a GM's ``pbm game
+    deadline`` or ``pause`` changes no version: it must still make them anew)."""
+    rows = session.execute(select(Game.id, Game.version, Game.updated_at, Game.status, Game.turn, Game.next_deadline)
+                           .where(Game.private.is_(False)).order_by(Game.id)).all()
+    # kept as a digest: every kept list and player page holds its stamp, and a server may have many games
+    return len(rows), hashlib.sha256(repr([tuple(r) for r in rows]).encode()).hexdigest()
+
+
+def everyone(game: Game) -> list[str]:
+    """The handles of everyone who plays in the game.  Mostly the game's
+    players (``rules.players``: who gets its notices); a curio game is played
+    on boards, and a board that ended (won, resigned, drawn) leaves that list
+    while its two players still played there: they count too (not a board
+    declined before its first move, on which nobody played)."""
+    handles = list(get_rules(game.kind).players(game.state))
+    if game.kind == "curio":
+        seen = {h.casefold() for h in handles}
+        for board in CurioState.from_state(game.state).boards.values():
+            if board.status == "declined":
+                continue
+            for handle in (board.light, board.dark):
+                if handle.casefold() not in seen:
+                    seen.add(handle.casefold())
+                    handles.append(handle)
+        handles.sort(key=str.casefold)
+    return handles
 
 
 def _summary(game: Game, domain: str, players: list[str] | None = None) -> dict[str, Any]:
@@ -79,7 +105,7 @@ def _summary(game: Game, domain: str, players: list[str] | None = None) -> dict[
     state is read once per page)."""
     rules = get_rules(game.kind)
     if players is None:
-        players = list(rules.players(game.state))
+        players = everyone(game)
     return {
         "name": game.name,
         "kind": game.kind,
@@ -144,7 +170,7 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
     for section in rules.view(game.state, None):
         title, text, html = composer.section(section, game.kind)
         board.append({"title": title, "text": text, "html": html})
-    handles = list(rules.players(game.state))
+    handles = everyone(game)
     colours = rules.colours(game.state)
     data = _summary(game, domain, handles)
     moves = rules.move_turns(game.state)

@@ -61,7 +61,7 @@ def offered(pbm: PbmServer, game: str, unlike: str | None = None) -> tuple[str, 
 def index_cell(page: str, game: str) -> str:
     """The "to join" cell of the game's row in the games list."""
     row = re.search(rf'<tr>\s*<td><a href="/games/{game}">.*?</tr>', page, re.S)
-    return words(re.findall(r"<td>(.*?)</td>", row.group(0), re.S)[-1]) if row else ""
+    return words(re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)[-1]) if row else ""
 
 
 def test_each_kind_says_what_to_send_and_that_is_accepted(pbm: PbmServer):

@@ -8,6 +8,7 @@ are named, not quoted; `status NAME` brings the player's own-view link."""
 
 from __future__ import annotations
 
+import html
 import http.client
 import json
 import os
@@ -126,7 +127,8 @@ def test_status_of_a_game_brings_the_players_own_view_link(pbm: PbmServer):
     # after a password change the old link is refused, and the 403 page's advice works
     pbm.mail(ANN, "pbm", "password ann ann-pass-1 ann-pass-2")
     status, body = request(pbm, own)
-    assert status == 403 and "Mail 'status ring1' to pbm@pbm.test for a new one" in body
+    assert status == 403 and "Mail 'status ring1' to pbm@pbm.test for a new one" in html.unescape(body)
+    assert '<a href="/">' in body  # an HTML page with a way home
     text = pbm.text(pbm.mail(ANN, "pbm", "status ring1\n$$ann-pass-2$$"))
     fresh = re.search(r"http://127\.0\.0\.1:\d+(/me/ann/ring1\?k=\S+)", text).group(1)
     assert request(pbm, fresh)[0] == 200
