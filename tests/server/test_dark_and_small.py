@@ -77,7 +77,7 @@ def signed(pbm: PbmServer, kind: str, handle: str, game: str) -> str:
             link = links.make(s, account, kind, game, pbm.now())
     finally:
         db.dispose()
-    return links.url(f"http://127.0.0.1:{pbm.http_port}", link)
+    return (links.home_url if kind == "home" else links.url)(f"http://127.0.0.1:{pbm.http_port}", link)
 
 
 def last(pbm: PbmServer, handle: str, words: str):
@@ -142,7 +142,7 @@ def test_every_page_and_mail_fits_a_phone_and_follows_dark_mode(pbm_stopped: Pbm
     base = f"http://127.0.0.1:{pbm.http_port}"
     pages = {"games list": base + "/", "player": base + "/players/ann", "no such page": base + "/games/nowhere",
              "bad own link": base + "/me/ann/gift?k=1.x",
-             "unsubscribe": pbm.stop_link(mails["giveaway report"])}
+             "unsubscribe": pbm.stop_link(mails["giveaway report"]), "home": signed(pbm, "home", "ann", "")}
     for game in ("gift", "world", "town", "four", "curio"):
         pages[f"game {game}"] = f"{base}/games/{game}"
         pages[f"own view {game}"] = signed(pbm, "view", "ann", game)
