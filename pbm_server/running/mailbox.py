@@ -363,6 +363,9 @@ class MailboxReader:
                 log.info("mailbox: %d mail(s) stored as inbox %s..%s and moved to %s%s", len(mine) - again,
                          ids[0], ids[-1], self.settings.imap_done_mailbox,
                          f"; {again} stored before were only moved" if again else "")
+            elif again:  # a chunk of mail stored before a crash and not moved then: only moved now
+                log.info("mailbox: %d mail(s) stored before were only moved to %s", again,
+                         self.settings.imap_done_mailbox)
             self._marked = time.monotonic() if ids else self._marked
         if time.monotonic() - self._marked >= READ_MARK_EVERY:
             with self.db.write() as s:
