@@ -11,6 +11,10 @@ from tests.harness import PbmServer, wait_until
 from tests.imap.conftest import Players, mailbox_env
 from tests.imap.dovecot import Dovecot, installed
 
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
+
 
 def test_the_certificate_is_verified_and_ssl_cert_file_honoured(tmp_path, monkeypatch):
     """imaps:// to a Dovecot whose certificate comes from a private CA: without

@@ -13,11 +13,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from pbm_server.accounts import links
 from pbm_server.store.db import Database
 from pbm_server.store.lookup import account_by_handle
 from tests.harness import PbmServer
 from tests.server.weeks import PW, WEEKS, addr, send
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
 
 #: the phone's screen width, in CSS pixels
 PHONE = 375

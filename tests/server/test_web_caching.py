@@ -9,8 +9,14 @@ import gzip
 import http.client
 import re
 
+import pytest
+
 from pbm_server.web.app import GZIP_MINIMUM, PageCache
 from tests.harness import PbmServer
+
+#: drives nothing the database changes (how mail is read and written, the MTA in front, the relay, the
+#: HTTP edge): .ci/run runs it in the SQLite pass only (docs/testing.md, "dbneutral")
+pytestmark = pytest.mark.dbneutral
 
 
 def get(pbm: PbmServer, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
