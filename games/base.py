@@ -575,6 +575,14 @@ class Rules(Generic[MailT]):
         player keeps their colour in every chart and on every board."""
         return {h: i % 12 for i, h in enumerate(self.players(state))}
 
+    def boards(self, state: State) -> list[dict[str, Any]]:
+        """For a kind played on several boards at once (curio), each board as
+        anyone may see it, for the game's JSON twin: its number, its players
+        by side, its status, whose move it is, the moves made, the result; []
+        (the default): the game is one board, described by ``view``.  Never a
+        hidden face."""
+        return []
+
     def turn_view(self, before: State | None, after: State, turn: int, name: str) -> TurnView | None:
         """The public page of processed turn ``turn`` of game ``name``
         (``before``: the state it ran on, ``after``: the state it left), drawn as its report mail was;

@@ -653,6 +653,19 @@ class CurioRules(Rules[CurioMail]):
             sections.append(Section(title="Curio", text="No boards yet."))
         return sections
 
+    def boards(self, state: State) -> list[dict[str, Any]]:
+        out = []
+        for number, board in sorted(load(state).boards.items()):
+            active = board.status == "active"
+            out.append({
+                "number": number, "light": board.light, "dark": board.dark, "status": board.status,
+                "to_move": board.handle(board.position.to_move) if active else None,
+                "moves": len(board.moves), "last_move": board.moves[-1] if board.moves else None,
+                "winner": board.winner, "reason": board.reason or None,
+                "started": board.started or None, "ended": board.ended or None,
+            })
+        return out
+
     def move_turns(self, state: State) -> int | None:
         """Turn N is move N on every board that has one: the most moves any
         board of the game has made."""

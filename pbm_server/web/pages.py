@@ -184,6 +184,8 @@ def game_page(session: Session, composer: Composer, name: str, domain: str) -> d
         "colours": colours,
         "press": public_press(session, game),
         "board": board,
+        # a game played on several boards (curio): each board, its players, status and moves
+        "boards": rules.boards(game.state),
         "turns": _turns(session, game, moves or 0) if rules.has_turns else [],
         "move_turns": moves,
         "move_turns_shown": _move_turns_shown(moves),

@@ -162,6 +162,14 @@ def test_giveaway_curio_and_sequence_turn_pages_twins_and_feeds(pbm: PbmServer, 
     for shown in (html.unescape(main), json.dumps(data), page(pbm, "/games/curio.json")[2]):
         assert not [h for h in hidden if h in shown]
     assert page(pbm, "/games/curio/turns/2")[0] == 404
+    # the game's twin holds every board and its players: two boards, four seats, three players
+    game_twin = twin(pbm, "/games/curio.json", "game.schema.json")
+    boards = {b["number"]: b for b in game_twin["boards"]}
+    assert {n: (b["light"], b["dark"], b["status"], b["moves"], b["to_move"]) for n, b in boards.items()} == {
+        101: ("ann", "bob", "active", 1, "bob"), 102: ("cat", "ann", "active", 0, "cat")}
+    assert boards[101]["last_move"] and boards[102]["last_move"] is None
+    assert sorted(r["handle"] for r in game_twin["roster"]) == ["ann", "bob", "cat"]
+    assert twin(pbm, "/games/gift.json", "game.schema.json")["boards"] == []  # one board: the game itself
     titles = [e.find(f"{ATOM}title").text for e in ET.fromstring(page(pbm, "/games/curio/feed.atom")[2])
               .findall(f"{ATOM}entry")]
     assert titles == ["curio: move 1"]
