@@ -4,10 +4,12 @@ the work is in pbm_server/play/roster.py."""
 
 from __future__ import annotations
 
+import textwrap
+
 from games.base import Line, Result, Section
 from pbm_server.base.errors import ServerRefused
 from pbm_server.commands.registry import Audience, ServerContext, command
-from pbm_server.play import roster
+from pbm_server.play import readycheck, roster, votes
 from pbm_server.store.lookup import account_by_handle
 from pbm_server.store.models import Game
 
@@ -36,7 +38,11 @@ def cmd_who(ctx: ServerContext, line: Line, words: list[str]) -> Result:
                             "(once per mail is enough)")
     ctx.once.add(("who", g.name.lower()))
     me = account_by_handle(ctx.session, ctx.handle) if ctx.handle else None
-    ctx.sections.append(Section(title=f"{g.name}: who plays", text=roster.who(ctx.session, g, me.timezone if me else None)))
+    tz = me.timezone if me else None
+    # a vote under way and the ready check: who said yes, who is ready (issue 44)
+    people = [textwrap.fill(said, 72) for said in votes.shown(ctx.session, g, tz) + readycheck.shown(ctx.session, g, tz)]
+    ctx.sections.append(Section(title=f"{g.name}: who plays",
+                                text="\n\n".join([roster.who(ctx.session, g, tz), *people])))
     return Result(line, True, f"the players of {g.name} follow")
 
 

@@ -47,6 +47,8 @@ def test_a_silent_seat_goes_to_the_waiting_list_and_the_game_starts_when_all_are
     status = " ".join(t.player("carol", "pbm", "status g1").split())
     assert "Ready check under way" in status and "alice ready; bob not yet (by Sat 2026-11-21 10:00 UTC)" in status, status
     assert any("alice ready; bob not yet" in line for line in _page(pbm, "g1")["people"])
+    who = " ".join(t.player("carol", "pbm", "who g1").split())
+    assert "Ready check under way" in who and "alice ready; bob not yet" in who, who
 
     # bob's window ends: his seat goes to carol, who is asked in turn
     pbm.set_clock("2026-11-21T10:00:01+00:00")
