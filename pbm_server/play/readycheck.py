@@ -165,6 +165,26 @@ def _maybe_start(session: Session, mailer: Mailer, game: Game, now: datetime) ->
     return True
 
 
+def end_for_a_turn_by_hand(session: Session, mailer: Mailer, game: Game, now: datetime) -> None:
+    """The GM runs the open turn (``turn run``) while the ready check is under
+    way: the GM has started the game, so the check ends there; the players
+    are told who had confirmed and who had not (their seats are kept)."""
+    row = session.get(VoteSettings, game.id)
+    if row is None or row.ready_phase != "open":
+        return
+    row.ready_phase = "done"
+    votesettings.touch(game, now)
+    held = seats(session, game)
+    ready = [s.handle for s in held if s.ready_at is not None]
+    silent = [s.handle for s in held if s.ready_at is None]
+    tell_players(session, mailer, game, f"{game.name}: the ready check is over",
+                 f"The game master ran the turn of {game.name} before every seat was ready, which ends its ready "
+                 f"check. Ready: {', '.join(ready) or 'nobody'}. Not confirmed, but kept: "
+                 f"{', '.join(silent) or 'nobody'}.", now)
+    audit(session, now, "system", "ready check",
+          f"{game.name}: ended by a turn run by hand, ready {len(ready)}, kept {len(silent)}", game)
+
+
 def due_work(session: Session, mailer: Mailer, game: Game, now: datetime) -> int | None:
     """The scheduler's step: each seat past its window goes to the first
     player waiting; the game starts when it can.  None: nothing to do."""

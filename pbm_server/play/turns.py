@@ -20,7 +20,7 @@ from pbm_server.base.deadlines import DeadlineError, parse_deadline
 from pbm_server.base.errors import ServerRefused
 from pbm_server.base.localtime import show_time
 from pbm_server.mail.compose import Rendered, wrap
-from pbm_server.play import alerting, people, reliability
+from pbm_server.play import alerting, people, readycheck, reliability
 from pbm_server.play.gamestate import record_outcome, save_state, set_deadline
 from pbm_server.play.notices import Mailer, tell_players
 from pbm_server.play.ordercheck import order_blocks
@@ -110,6 +110,8 @@ def run_turn(
     """Run the game's open turn in the caller's transaction."""
     rules = get_rules(game.kind)
     _check_runnable(rules, game, expected_turn)
+    # a ready check under way holds the deadline, so only the GM runs a turn then: that ends the check
+    readycheck.end_for_a_turn_by_hand(session, mailer, game, now)
     turn, seed = game.turn, game.turn_seed
     session.add(
         Snapshot(

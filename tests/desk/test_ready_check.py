@@ -106,3 +106,23 @@ def test_a_pause_by_vote_ends_by_itself_and_a_vote_runs_out_of_time(table_stoppe
     # the GM's own pause is on the game's page
     t.gm("game pause g1")
     assert any(line.startswith("Paused by the game master since") for line in _page(pbm, "g1")["people"])
+
+
+def test_a_turn_the_gm_runs_by_hand_ends_the_ready_check(table_stopped: Table):
+    t = table_stopped.setup(join=False)
+    pbm = t.pbm
+    t.gm("game set g1 seats=3 ready=48h")
+    for p in ("alice", "bob", "carol"):  # a giveaway round needs three
+        t.player(p, "g1", "JOIN")
+    t.wait_mails("bob", "are you ready?")
+    t.player("alice", "g1", "ready")
+    turn = pbm.sql("SELECT turn FROM games WHERE name = 'g1'")[0][0]
+    ran = t.gm(f"turn run g1 {turn}")
+    assert "REFUSED" not in ran, ran
+    told = pbm.flat(t.wait_mails("bob", "the ready check is over")[0])
+    assert "ran the turn of g1 before every seat was ready" in told and "Not confirmed, but kept: bob, carol" in told, told
+    assert pbm.sql("SELECT turn FROM games WHERE name = 'g1'")[0][0] == turn + 1
+    # the check is over: nobody is asked any more, and the pages and status say nothing of it
+    assert "REFUSED" in t.player("bob", "g1", "ready")
+    assert "Ready check" not in " ".join(t.player("alice", "pbm", "status g1").split())
+    assert _page(pbm, "g1")["people"] == []
