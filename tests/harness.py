@@ -476,7 +476,11 @@ class PbmServer:
         with ``tick`` running on from it."""
         if isinstance(moment, datetime):
             moment = moment.isoformat()
-        self.clock_file.write_text(f"{moment} @{time.time()!r}" if tick else moment)
+        # written aside and renamed over: a server thread reading the clock meanwhile sees the old time or
+        # the new one, never the empty file write_text leaves for an instant (which reads as the real clock)
+        aside = self.clock_file.with_name(self.clock_file.name + ".new")
+        aside.write_text(f"{moment} @{time.time()!r}" if tick else moment)
+        os.replace(aside, self.clock_file)
 
     def now(self) -> datetime:
         """The time the server and the CLI see now (for rows a test writes itself)."""
