@@ -136,6 +136,19 @@ _SENT = (_OUT.update().where(_OUT.c.id == bindparam("row_id"), _OUT.c.status == 
                  claimed_by=None, claimed_until=None))
 
 
+
+def kill_once(settings: Settings) -> None:
+    """A kill failpoint (PBM_FAILPOINT, rehearsals and the kill tests) fires:
+    the process kills itself with SIGKILL, once per run of a test -- the file
+    ``failpoint-fired`` beside PBM_MAILDIR records it, so the restarted
+    process goes on."""
+    fired = os.path.join(os.path.dirname(os.path.abspath(settings.maildir)), "failpoint-fired")
+    try:
+        os.close(os.open(fired, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    os.kill(os.getpid(), signal.SIGKILL)
+
 class Pending(NamedTuple):
     """What delivery reads of an outbox row."""
 
@@ -776,12 +789,7 @@ class Outbound(Poller):
         wanted = failpoint[len(FAILPOINT_KILL_AFTER_RELAY):]
         if sum(1 for m in marks if m[2] == SENT) < (plain_number(wanted) or 1):
             return
-        fired = os.path.join(os.path.dirname(os.path.abspath(self.settings.maildir)), "failpoint-fired")
-        try:
-            os.close(os.open(fired, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return
-        os.kill(os.getpid(), signal.SIGKILL)
+        kill_once(self.settings)
 
     def step(self) -> int:
         return self.run_once(limit=self.batch())

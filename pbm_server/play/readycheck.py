@@ -28,8 +28,8 @@ from pbm_server.base.localtime import show_time
 from pbm_server.play import roster, votesettings
 from pbm_server.play.gamestate import save_state, set_deadline
 from pbm_server.play.notices import Mailer, tell_players
-from pbm_server.store.lookup import account_by_handle, audit
-from pbm_server.store.models import Account, Game, Membership, Order, ReadySeat, VoteSettings, WaitingEntry
+from pbm_server.store.lookup import audit
+from pbm_server.store.models import Account, Game, ReadySeat, VoteSettings, WaitingEntry
 
 
 def _players(game: Game) -> list[str]:
@@ -217,21 +217,7 @@ def _hand_over(session: Session, mailer: Mailer, game: Game, seat: ReadySeat, en
     rules = get_rules(game.kind)
     old = seat.handle
     save_state(game, rules.replace_player(game.state, old, acc.handle), now)
-    for order in session.scalars(select(Order).where(Order.game_id == game.id, Order.handle == old,
-                                                     Order.turn == game.turn)).all():
-        order.handle = acc.handle
-    gone = account_by_handle(session, old)
-    if gone is not None:
-        for m in session.scalars(select(Membership).where(Membership.game_id == game.id,
-                                                          Membership.account_id == gone.id,
-                                                          Membership.role == "player")).all():
-            m.left_at = now
-    member = session.scalar(select(Membership).where(Membership.game_id == game.id, Membership.account_id == acc.id,
-                                                     Membership.role == "player"))
-    if member is None:
-        session.add(Membership(game_id=game.id, account_id=acc.id, role="player", joined_at=now))
-    else:
-        member.joined_at, member.left_at = now, None
+    roster.move_membership(session, game, old, acc, now)
     session.execute(delete(WaitingEntry).where(WaitingEntry.id == entry.id))
     session.delete(seat)
     session.flush()

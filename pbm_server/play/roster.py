@@ -347,7 +347,7 @@ def replace_player(session: Session, mailer: Mailer, game: Game, old: str, new: 
     for order in session.scalars(select(Order).where(Order.game_id == game.id, Order.handle == was,
                                                      Order.turn == game.turn)).all():
         order.handle = acc.handle
-    _move_membership(session, game, was, acc, now)
+    move_membership(session, game, was, acc, now)
     session.execute(delete(WaitingEntry).where(WaitingEntry.game_id == game.id, WaitingEntry.account_id == acc.id))
     audit(session, now, actor, "game replace", f"{game.name}: {was} -> {acc.handle}" + (f" ({by})" if by else ""), game)
     if by is None:  # the GM chose: the seat needs no offer any more
@@ -396,7 +396,8 @@ def _substituted(session: Session, mailer: Mailer, game: Game, rules: Rules[Any]
                         now, skip={acc.handle_key})
 
 
-def _move_membership(session: Session, game: Game, old: str, acc: Account, now: datetime) -> None:
+def move_membership(session: Session, game: Game, old: str, acc: Account, now: datetime) -> None:
+    """``old``'s seat in ``game`` to ``acc``: the membership and the orders of the open turn."""
     gone = account_by_handle(session, old)
     if gone is not None:
         for m in session.scalars(select(Membership).where(Membership.game_id == game.id, Membership.account_id == gone.id,

@@ -32,10 +32,8 @@ from __future__ import annotations
 import email.utils
 import imaplib
 import logging
-import os
 import re
 import select as selectors_
-import signal
 import socket
 import ssl
 import threading
@@ -53,6 +51,7 @@ from pbm_server.base import clock
 from pbm_server.base.settings import Settings, is_loopback_host, parse_imap_url
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import _insert, _rows_of
+from pbm_server.mail.outbound import kill_once
 from pbm_server.play.notices import tell_gm
 from pbm_server.store.db import Database
 from pbm_server.store.models import InboundBody, InboundMail, MailboxState
@@ -385,12 +384,7 @@ class MailboxReader:
         wanted = failpoint[len(FAILPOINT_KILL_AFTER_COMMIT):]
         if self._stored_here < (int(wanted) if wanted.isdigit() else 1):
             return
-        fired = os.path.join(os.path.dirname(os.path.abspath(self.settings.maildir)), "failpoint-fired")
-        try:
-            os.close(os.open(fired, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return
-        os.kill(os.getpid(), signal.SIGKILL)
+        kill_once(self.settings)
 
     def _fetch(self, conn: imaplib.IMAP4, uids: list[int]) -> list[Fetched]:
         typ, data = conn.uid("FETCH", ",".join(map(str, uids)), "(UID RFC822.SIZE BODY.PEEK[])")
