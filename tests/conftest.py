@@ -47,10 +47,10 @@ def _nodb_guard(request):
 
 
 @contextmanager
-def _server(tmp_path, request, start: bool) -> Iterator[PbmServer]:
+def served(tmp_path, request, start: bool, extra_env: dict | None = None) -> Iterator[PbmServer]:
     """A harness for one test; after it, no mail the server sent may hold a
     password the test used."""
-    server = PbmServer(tmp_path, process=in_own_process(request))
+    server = PbmServer(tmp_path, extra_env=extra_env, process=in_own_process(request))
     try:
         if start:
             server.start()
@@ -65,12 +65,12 @@ def _server(tmp_path, request, start: bool) -> Iterator[PbmServer]:
 @pytest.fixture
 def pbm(tmp_path, request):
     """A running `pbm serve` with a real relay sink; see tests/harness.py."""
-    with _server(tmp_path, request, start=True) as server:
+    with served(tmp_path, request, start=True) as server:
         yield server
 
 
 @pytest.fixture
 def pbm_stopped(tmp_path, request):
     """The same, not started: the test starts and stops it itself."""
-    with _server(tmp_path, request, start=False) as server:
+    with served(tmp_path, request, start=False) as server:
         yield server

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import in_own_process
+from tests.conftest import served
 from tests.harness import PbmServer
 from tests.imap.dovecot import Dovecot, installed
 
@@ -34,14 +34,8 @@ def mailbox_env(box: Dovecot, **extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def pbm_mailbox_stopped(tmp_path, request, dovecot) -> Iterator[PbmServer]:
-    server = PbmServer(tmp_path, extra_env=mailbox_env(dovecot), process=in_own_process(request))
-    try:
+    with served(tmp_path, request, start=False, extra_env=mailbox_env(dovecot)) as server:
         yield server
-        server.stop()
-        leaks = server.leaked_secrets()
-        assert not leaks, f"passwords appear in mails the server sent: {leaks}"
-    finally:
-        server.close()
 
 
 @pytest.fixture
