@@ -135,7 +135,8 @@ def run(players: int = 10_000, count: int = 1000, concurrency: int = 20, rounds:
     import sqlite3
 
     with sqlite3.connect(tmp / "pbm.db") as db:
-        db.execute("UPDATE games SET state = ? WHERE name = 'big'", (json.dumps(state),))
+        db.execute("UPDATE game_documents SET state = ? WHERE game_id = (SELECT id FROM games WHERE name = 'big')",
+                   (json.dumps(state),))
     serve.start()
     try:
         base = f"http://127.0.0.1:{http_port}"

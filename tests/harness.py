@@ -347,7 +347,8 @@ class PbmServer:
         import json
 
         cast = "CAST(:s AS JSON)" if self._engine.dialect.name == "postgresql" else ":s"
-        self.execute(f"UPDATE games SET state = {cast} WHERE name = :n", s=json.dumps(state), n=game)
+        self.execute(f"UPDATE game_documents SET state = {cast} WHERE game_id = (SELECT id FROM games WHERE name = :n)",
+                     s=json.dumps(state), n=game)
         # the entries written over the old document go with it (pbm_server/play/gamestate.py)
         self.execute("DELETE FROM state_entries WHERE game_id = (SELECT id FROM games WHERE name = :n)", n=game)
 
@@ -358,7 +359,8 @@ class PbmServer:
 
         from pbm_server.store.models import overlay
 
-        raw = self.sql("SELECT state FROM games WHERE name = :n", n=game)[0][0]
+        raw = self.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = :n",
+                       n=game)[0][0]
         state = raw if isinstance(raw, dict) else json.loads(raw)
         rows = self.sql("SELECT e.field, e.key, e.value, e.seq FROM state_entries e JOIN games g ON g.id = e.game_id "
                         "WHERE g.name = :n", n=game)

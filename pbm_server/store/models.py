@@ -24,11 +24,12 @@ from sqlalchemy import (
     delete,
     false,
     select,
+    update,
 )
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, object_session
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, object_session, relationship
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -117,11 +118,13 @@ class Game(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     kind: Mapped[str] = mapped_column(String(32))
     options: Mapped[dict[str, Any]] = mapped_column(JSON)
-    #: the state document as last written whole; loaded only when read (a
-    #: large game's document is big).  The game's state is this document with
-    #: its entries (StateEntry) laid over it: read and write it as ``state``.
-    #: The worker keeps recent versions decoded in memory (statecache.py).
-    base_state: Mapped[dict[str, Any]] = mapped_column("state", JSON, deferred=True)
+    #: the state document as last written whole, in a row of its own
+    #: (GameDocument), loaded only when read.  The game's state is this
+    #: document with its entries (StateEntry) laid over it: read and write it
+    #: as ``state``.  The worker keeps recent versions decoded in memory
+    #: (statecache.py).
+    document: Mapped[GameDocument] = relationship(lazy="select", cascade="all, delete-orphan",
+                                                  passive_deletes=True)
     #: bumped on every change of state
     version: Mapped[int] = mapped_column(Integer, default=1)
     #: the turn now open for orders (1-based)
@@ -177,6 +180,15 @@ class Game(Base):
     notify_error: Mapped[str | None] = mapped_column(Text)
 
     @property
+    def base_state(self) -> dict[str, Any]:
+        """The state document as last written whole (without its entries)."""
+        return self.document.state
+
+    @base_state.setter
+    def base_state(self, value: dict[str, Any]) -> None:
+        write_document(self, value)
+
+    @property
     def state(self) -> dict[str, Any]:
         """The game's state: the stored document with the entries written
         since it was last stored whole (see :func:`current_state`).  Built
@@ -187,6 +199,20 @@ class Game(Base):
     def state(self, value: dict[str, Any]) -> None:
         """Store the whole state (its entries, if any, are dropped)."""
         store_whole(self, value)
+
+
+class GameDocument(Base):
+    """A game's state document as last written whole, in a table of its own.
+    In the games row it made every change of the row cost the document's
+    size: SQLite rewrites a whole row, overflow pages and all, when any
+    column changes (a 10,000-player giveaway's document is about a megabyte,
+    and an order mail bumps the game's version), and reads through the
+    document to reach every column stored after it."""
+
+    __tablename__ = "game_documents"
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 class StateEntry(Base):
@@ -642,16 +668,15 @@ def preload_states(session: Session, games: list[Game]) -> None:
     of games whose states it has not decoded at their versions).  A game
     whose document is loaded already, or whose state is built, is left as
     it is."""
-    todo = {g.id: g for g in games if g.id is not None and "base_state" in sa_inspect(g).unloaded}
+    todo = {g.id: g for g in games if g.id is not None and "document" in sa_inspect(g).unloaded}
     if not todo:
         return
-    docs: dict[int, dict[str, Any]] = {
-        game_id: doc for game_id, doc in session.execute(select(Game.id, Game.base_state).where(Game.id.in_(todo)))}
+    docs = {doc.game_id: doc for doc in session.scalars(select(GameDocument).where(GameDocument.game_id.in_(todo)))}
     entries = _entries(session, list(todo))
     for game_id, game in todo.items():
         if game_id in docs:
-            set_committed_value(game, "base_state", docs[game_id])
-            remember_state(game, _laid_over(docs[game_id], entries.get(game_id)))
+            set_committed_value(game, "document", docs[game_id])
+            remember_state(game, _laid_over(docs[game_id].state, entries.get(game_id)))
 
 
 def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:
@@ -672,6 +697,27 @@ def overlay(state: dict[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any
         else:
             mapping[key] = value
     return out
+
+
+def write_document(game: Game, state: dict[str, Any]) -> None:
+    """Store ``state`` as the game's document, without reading the old one
+    when it is not loaded (a large game's is big)."""
+    session = object_session(game)
+    loaded = None
+    if session is not None and game.id is not None:
+        loaded = session.identity_map.get(sa_inspect(GameDocument).identity_key_from_primary_key((game.id,)))
+    if session is None or game.id is None or loaded is not None or "document" not in sa_inspect(game).unloaded:
+        if loaded is not None and "document" in sa_inspect(game).unloaded:
+            set_committed_value(game, "document", loaded)
+        if game.document is None:
+            game.document = GameDocument(state=state)
+        else:
+            game.document.state = state
+        return
+    done = session.execute(update(GameDocument).where(GameDocument.game_id == game.id).values(state=state)
+                           .execution_options(synchronize_session=False))
+    if not done.rowcount:  # type: ignore[attr-defined]
+        game.document = GameDocument(state=state)
 
 
 def store_whole(game: Game, state: dict[str, Any]) -> None:

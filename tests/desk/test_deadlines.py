@@ -207,7 +207,8 @@ def test_a_turn_that_fails_leaves_nothing_behind_and_tells_the_gm(table_stopped)
         t.order(p)
     # damage the stored state the way a bad import or a bug would
     pbm.set_state("g1", {**pbm.state("g1"), "schema": 99})
-    row = "SELECT state, version, turn, turn_seed, rng_state FROM games WHERE name = 'g1'"
+    row = ("SELECT d.state, g.version, g.turn, g.turn_seed, g.rng_state FROM games g "
+           "JOIN game_documents d ON d.game_id = g.id WHERE g.name = 'g1'")
     before = pbm.sql(row)
     outbox = pbm.sql("SELECT count(*) FROM outbox")[0][0]
     pbm.set_clock("2026-11-21T03:00:00+00:00")

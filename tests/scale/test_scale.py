@@ -213,7 +213,7 @@ def test_sequence_deadline_of_250_players_after_2500_plays(pbm_stopped):
     store_game(pbm, "sequence", "four", state, handles)
     pbm.set_clock(START + timedelta(minutes=50))  # the game's time: no digest is due
     pbm.start()
-    document = pbm.sql("SELECT state FROM games WHERE name = 'four'")[0][0]
+    document = pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'four'")[0][0]
 
     # the ten play all their pieces by mail, ten plays to a mail, over one connection
     pieces = {h: state["players"][h]["pieces"] for h in writers}
@@ -226,7 +226,7 @@ def test_sequence_deadline_of_250_players_after_2500_plays(pbm_stopped):
         assert reply.startswith(f"Hello {h},") and reply.count("accepted: play ") == 10, reply
         assert "0 pieces left" in reply
     # the plays went in as entries: the document was not rewritten per mail
-    assert pbm.sql("SELECT state FROM games WHERE name = 'four'")[0][0] == document
+    assert pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'four'")[0][0] == document
     assert pbm.sql("SELECT field, count(*) FROM state_entries GROUP BY field ORDER BY field") == [
         ("players", 10), ("plays", 100)]
     seen = pbm.state("four")

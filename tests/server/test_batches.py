@@ -221,7 +221,7 @@ def test_a_batch_reads_the_game_states_it_lacks_with_two_selects(four_games):
         status = _status(db)
         assert [status[i] for i in ids] == ["done"] * 4
     from_entries = [q for q in selects if q.startswith("SELECT") and "FROM state_entries" in q]
-    documents = [q for q in selects if q.startswith("SELECT") and "games.state" in q]
+    documents = [q for q in selects if q.startswith("SELECT") and "FROM game_documents" in q]
     assert len(from_entries) == 1 and len(documents) == 1, (from_entries, documents)
     for n, game in enumerate(GAMES):
         assert _players(pbm, game) == [f"p{n}", f"q{n}"]

@@ -23,7 +23,7 @@ def test_orders_are_entries_over_an_untouched_document(pbm_stopped):
     players = [("ann", 3), ("bob", 5), ("cy", 4), ("dan", 3), ("erin", 4)]
     store_game(pbm, "giveaway", "ring", _state(players), [h for h, _ in players])
     pbm.start()
-    document = pbm.sql("SELECT state FROM games WHERE name = 'ring'")[0][0]
+    document = pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'ring'")[0][0]
 
     def order(who: str, body: str) -> str:
         return pbm.text(pbm.mail(f"{who}@example.org", "ring", f"$${PASSWORD}$$\n{body}\n"))
@@ -34,7 +34,7 @@ def test_orders_are_entries_over_an_untouched_document(pbm_stopped):
     refused = order("cy", "GIVE 9 TO dan")
     assert "add up to 9 points" in refused and "accepted" not in refused
     # the document was never written; the orders are rows of their own
-    assert pbm.sql("SELECT state FROM games WHERE name = 'ring'")[0][0] == document
+    assert pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'ring'")[0][0] == document
     assert sorted(pbm.sql("SELECT key FROM state_entries")) == [("ann",), ("bob",)]
     seen = pbm.state("ring")["orders"]
     assert list(seen) == ["erin", "ann", "bob"]  # the stored order first, then as they came
@@ -139,7 +139,7 @@ def test_rmpm_orders_are_entries_and_read_back_as_the_worker_had_them(pbm_stoppe
     world = _rmpm_world()
     store_game(pbm, "rmpm", "world", world, list(world["players"]))
     pbm.start()
-    document = pbm.sql("SELECT state FROM games WHERE name = 'world'")[0][0]
+    document = pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'world'")[0][0]
 
     def orders(who: str, lines: list[str]):
         return pbm.mail(f"{who}@example.org", "world", f"$${PASSWORD}$$\n" + "\n".join(lines) + "\n")
@@ -159,7 +159,7 @@ def test_rmpm_orders_are_entries_and_read_back_as_the_worker_had_them(pbm_stoppe
     assert "your chips are placed at the update of week 1; send orders after that report" in replies[7]
 
     # the document was never written: the orders are rows of their own
-    assert pbm.sql("SELECT state FROM games WHERE name = 'world'")[0][0] == document
+    assert pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'world'")[0][0] == document
     assert sorted(k for (k,) in pbm.sql("SELECT key FROM state_entries")) == ["ann", "bob", "dan", "eve"]
     # read fresh from the database: the state the worker kept, orders in the order they came
     expected = _replayed("rmpm", world, RMPM_MAILS)
@@ -234,7 +234,7 @@ def test_giveaway_joins_are_entries_and_read_back_as_the_worker_had_them(pbm_sto
     store_game(pbm, "giveaway", "gift", _joining(listed), listed)
     _accounts(pbm, ["gil", "hoa", "ivo"])
     pbm.start()
-    document = pbm.sql("SELECT state FROM games WHERE name = 'gift'")[0][0]
+    document = pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'gift'")[0][0]
     mails: list[tuple[str, list[str]]] = []
 
     def send(who: str, *lines: str) -> str:
@@ -250,7 +250,7 @@ def test_giveaway_joins_are_entries_and_read_back_as_the_worker_had_them(pbm_sto
     assert "accepted: 3 points to gil" in send("ann", "GIVE 3 TO gil")
 
     # the document was never written; the joins and the orders are rows of their own
-    assert pbm.sql("SELECT state FROM games WHERE name = 'gift'")[0][0] == document
+    assert pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = 'gift'")[0][0] == document
     assert sorted(pbm.sql("SELECT field, key FROM state_entries")) == [
         ("joins", "gil"), ("joins", "hoa"), ("orders", "ann"), ("orders", "hoa")]
     expected = _replayed("giveaway", _joining(listed), mails)

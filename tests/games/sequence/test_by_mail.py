@@ -173,7 +173,7 @@ def test_plays_are_entries_and_read_back_the_same(pbm_stopped):
     for handle, email in PLAYERS.items():
         pbm.register(handle, f"pw-{handle}-77", email=email)
     pbm.new_game("sequence", GAME)
-    document = pbm.sql("SELECT state FROM games WHERE name = :n", n=GAME)[0][0]
+    document = pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = :n", n=GAME)[0][0]
     mirror = Mirror(start)
     assert pbm.state(GAME) == mirror.state
 
@@ -197,7 +197,7 @@ def test_plays_are_entries_and_read_back_the_same(pbm_stopped):
     both("dk", "PIECES")  # changes nothing
     assert "accepted: play 6, total 32, no multiple" in both("bob", "Piece 5: 24, 5")
     # nothing rewrote the document: the joins and plays are rows of their own
-    assert pbm.sql("SELECT state FROM games WHERE name = :n", n=GAME)[0][0] == document
+    assert pbm.sql("SELECT d.state FROM game_documents d JOIN games g ON g.id = d.game_id WHERE g.name = :n", n=GAME)[0][0] == document
     rows = pbm.sql("SELECT field, count(*) FROM state_entries GROUP BY field ORDER BY field")
     assert rows == [("players", 4), ("plays", 6)]
 
