@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 
 from games import get_rules
@@ -89,6 +90,8 @@ def after_change(session: Session, mailer: Mailer, game: Game, now: datetime) ->
     """After a mail or a GM's change to the game: the check begins when the
     last seat is taken; while it is under way, a newcomer is asked and a
     player who left is no longer waited for."""
+    if not _may_have_check(session, game):
+        return
     row = session.get(VoteSettings, game.id)
     if row is None or not row.ready_minutes or game.status != "running" or not get_rules(game.kind).has_turns:
         return
@@ -110,6 +113,20 @@ def after_change(session: Session, mailer: Mailer, game: Game, now: datetime) ->
             _ask(session, mailer, game, h, row.ready_minutes, now)
     session.flush()
     _maybe_start(session, mailer, game, now)
+
+
+_READY_MINUTES = select(VoteSettings.ready_minutes).where(VoteSettings.game_id == bindparam("game"))
+
+
+def _may_have_check(session: Session, game: Game) -> bool:
+    """Whether the game may have a ready check (a settings row with a
+    window), asked after every mail: a row in the session (loaded, changed or
+    new) says maybe; else one prepared Core statement, without the ORM's
+    autoflush and load."""
+    key = sa_inspect(VoteSettings).identity_key_from_primary_key((game.id,))
+    if key in session.identity_map or any(isinstance(o, VoteSettings) for o in session.new):
+        return True
+    return bool(session.connection().execute(_READY_MINUTES, {"game": game.id}).scalar())
 
 
 def confirm(session: Session, mailer: Mailer, game: Game, handle: str, now: datetime) -> str:

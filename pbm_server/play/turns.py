@@ -11,7 +11,7 @@ import random
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from games import get_rules
@@ -305,19 +305,29 @@ def same_seed_hold(session: Session, game: Game) -> bool:
     """Whether the game's open turn was rolled back with ``--same-seed`` and
     has not run (to completion) since: its seed is public, so the turn takes
     no orders until it has run again (docs/gm.md).  The newest rollback
-    decides; running the turn to its end moves the game past it."""
+    decides; running the turn to its end moves the game past it.
+
+    Asked of every player's mail to a game with turns, so it is one prepared
+    Core statement on the transaction's connection (no ORM statement built
+    and no autoflush: a rollback snapshot not yet flushed is flushed first)."""
+    if any(isinstance(o, Snapshot) for o in session.new):
+        session.flush()
+    conn = session.connection()
     # the common case in one lookup on (game_id, turn): no same-seed rollback to the open turn
-    row = session.execute(
-        select(Snapshot.id, Snapshot.rng).where(Snapshot.game_id == game.id, Snapshot.turn == game.turn,
-                                                Snapshot.phase == "rollback")
-        .order_by(Snapshot.id.desc()).limit(1)
-    ).first()
+    row = conn.execute(_NEWEST_ROLLBACK, {"game": game.id, "turn": game.turn}).first()
     if row is None or not (row.rng or {}).get("same_seed"):
         return False
     # a later rollback (to an earlier turn, rerun since) gave the game new seeds
-    return session.scalar(
-        select(Snapshot.id).where(Snapshot.game_id == game.id, Snapshot.phase == "rollback", Snapshot.id > row.id).limit(1)
-    ) is None
+    return conn.execute(_LATER_ROLLBACK, {"game": game.id, "id": row.id}).first() is None
+
+
+_NEWEST_ROLLBACK = (select(Snapshot.id, Snapshot.rng)
+                    .where(Snapshot.game_id == bindparam("game"), Snapshot.turn == bindparam("turn"),
+                           Snapshot.phase == "rollback")
+                    .order_by(Snapshot.id.desc()).limit(1))
+_LATER_ROLLBACK = (select(Snapshot.id)
+                   .where(Snapshot.game_id == bindparam("game"), Snapshot.phase == "rollback",
+                          Snapshot.id > bindparam("id")).limit(1))
 
 
 def rollback_said(game: Game, turn: int, same_seed: bool) -> str:
