@@ -28,7 +28,7 @@ from secrets import token_hex
 from typing import Any
 
 import css_inline
-from jinja2 import Environment, PackageLoader, StrictUndefined, TemplateNotFound, select_autoescape
+from jinja2 import Environment, PackageLoader, StrictUndefined, Template, TemplateNotFound, select_autoescape
 
 from games.base import Result, Section
 from pbm_server.base.settings import Settings
@@ -499,6 +499,9 @@ class Composer:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.env = make_environment()
+        #: the templates compiled, by name (Environment.get_template looks in
+        #: its own cache through the loader on every call)
+        self._templates: dict[str, Template] = {}
         self._ours: re.Pattern[str] | None = None
 
     def public(self, text: str) -> str:
@@ -519,7 +522,10 @@ class Composer:
 
     # -- rendering ------------------------------------------------------------
     def _render(self, name: str, data: dict[str, Any]) -> str:
-        return self.env.get_template(name).render(**data).strip("\n")
+        template = self._templates.get(name)
+        if template is None:
+            template = self._templates[name] = self.env.get_template(name)
+        return template.render(**data).strip("\n")
 
     def render(self, template: str, data: dict[str, Any], kind: str | None = None, html: bool = True) -> Rendered:
         """Render ``template`` (``server/x.txt`` or, with ``kind``, ``KIND/x.txt``)

@@ -41,7 +41,7 @@ import ssl
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import Integer, bindparam, func, or_, select
 from sqlalchemy.orm import Session
@@ -69,15 +69,31 @@ def outbox_count(session: Session, kinds: str | tuple[str, ...], since: datetime
     to the addresses of one domain, or to anyone.  The rate limits of mails
     that proved nothing ask it inside their write transaction, so it reads
     through the index ix_outbox_kind_created (kind, created_at): only the
-    last hour's rows of those kinds, however large the outbox has grown."""
-    wanted = (kinds,) if isinstance(kinds, str) else kinds
-    q = select(func.count()).select_from(OutboundMail).where(OutboundMail.kind.in_(wanted),
-                                                            OutboundMail.created_at >= since)
+    last hour's rows of those kinds, however large the outbox has grown.
+
+    Asked of every mail that proved no sender (a third of the worker's CPU
+    on such mail when each ask built its statement and flushed the session):
+    so three statements made once, run on the transaction's connection;
+    rows added through the session and not yet written are flushed first."""
+    if any(isinstance(o, OutboundMail) for o in session.new):
+        session.flush()
+    wanted = [kinds] if isinstance(kinds, str) else list(kinds)
+    params: dict[str, Any] = {"kinds": wanted, "since": since}
     if to_addr is not None:
-        q = q.where(OutboundMail.to_addr == to_addr)
-    if domain is not None:
-        q = q.where(OutboundMail.to_addr.endswith("@" + domain, autoescape=True))
-    return session.scalar(q) or 0
+        statement, params["to_addr"] = _COUNT_TO, to_addr
+    elif domain is not None:
+        escaped = domain.replace("/", "//").replace("%", "/%").replace("_", "/_")
+        statement, params["pattern"] = _COUNT_DOMAIN, f"%@{escaped}"
+    else:
+        statement = _COUNT_ALL
+    return int(session.connection().execute(statement, params).scalar() or 0)
+
+
+_COUNTED = table(OutboundMail)
+_COUNT_ALL = select(func.count()).select_from(_COUNTED).where(
+    _COUNTED.c.kind.in_(bindparam("kinds", expanding=True)), _COUNTED.c.created_at >= bindparam("since"))
+_COUNT_TO = _COUNT_ALL.where(_COUNTED.c.to_addr == bindparam("to_addr"))
+_COUNT_DOMAIN = _COUNT_ALL.where(_COUNTED.c.to_addr.like(bindparam("pattern"), escape="/"))
 
 
 def enqueue(

@@ -51,9 +51,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import TypeVar, cast
 
-from sqlalchemy import Integer, bindparam, select
+from sqlalchemy import Integer, bindparam, case, select, type_coerce
 from sqlalchemy.orm import Session
 
 from games.base import Actor
@@ -90,8 +90,12 @@ _WAITING_UPTO = (select(_INBOX.c.id).where(_INBOX.c.status == "new", _INBOX.c.id
 _RCPTS = select(_INBOX.c.id, _INBOX.c.rcpt_tos).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)))
 # the row, and whether its mail's bytes (stored once for all the rows of a
 # mail) are shared with other rows; the bytes themselves: _BODY_RAW
+# the mail's bytes come with it, unless they are those of the body read last
+# (``cached``: Worker._read keeps the last mail whose bytes several rows share)
 _STORED = select(_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id,
-                 _BODY.c.rcpt_tos.is_not(None).label("shared")).join_from(
+                 _BODY.c.rcpt_tos.is_not(None).label("shared"),
+                 type_coerce(case((_INBOX.c.body_id == bindparam("cached"), None), else_=_BODY.c.raw),
+                             _BODY.c.raw.type).label("raw")).join_from(
     _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 _BODY_RAW = select(_BODY.c.raw).where(_BODY.c.id == bindparam("body"))
 _CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from, _INBOX.c.body_id, _BODY.c.rcpt_tos).join_from(
@@ -736,11 +740,12 @@ class Worker(Poller):
         """The stages up to the sender's password hash: the mail read and
         classified, a command mail's lines read and its authentication begun
         (``authenticate=False``: not even that, it begins in the tail)."""
-        stored = s.connection().execute(_STORED, {"id": inbox_id}).first()
+        cached = self._last_read[0] if self._last_read is not None else -1
+        stored = s.connection().execute(_STORED, {"id": inbox_id, "cached": cached}).first()
         if stored is None:
             return None
         envelope_from, rcpts = stored.mail_from, list(stored.rcpt_tos or [])
-        raw, mail, mail_key = self._read(s, stored.body_id, envelope_from, stored.shared)
+        raw, mail, mail_key = self._read(s, stored.body_id, envelope_from, stored.shared, stored.raw)
         failpoint = self.settings.failpoint
         if failpoint.startswith(FAILPOINT_KILL) and mail.subject == failpoint[len(FAILPOINT_KILL):]:
             os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would, while the mail is in hand
@@ -752,7 +757,8 @@ class Worker(Poller):
                 head.auth = self._begin_authentication(s, head)
         return head
 
-    def _read(self, s: Session, body_id: int, envelope_from: str, shared: bool) -> tuple[bytes, IncomingMail, str]:
+    def _read(self, s: Session, body_id: int, envelope_from: str, shared: bool,
+              raw: bytes | None = None) -> tuple[bytes, IncomingMail, str]:
         """A row's mail: its bytes, what was read of them, its duplicate key
         (mailtext.dedup_key).  The rows of one mail to several of our
         addresses share the bytes, and the last such mail is kept: its other
@@ -762,7 +768,8 @@ class Worker(Poller):
         cached = self._last_read
         if cached is not None and cached[0] == body_id and cached[1] == envelope_from:
             return cached[2], cached[3], cached[4]
-        raw: bytes = s.connection().execute(_BODY_RAW, {"body": body_id}).scalar_one()
+        if raw is None:  # the bytes of the body read last, but from another sender
+            raw = cast(bytes, s.connection().execute(_BODY_RAW, {"body": body_id}).scalar_one())
         mail = read_mail(raw, envelope_from)
         mail_key = dedup_key(raw, mail.message_id)
         if shared:

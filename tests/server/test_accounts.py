@@ -78,15 +78,15 @@ def test_unknown_command_and_empty_mail(pbm):
 def test_wrong_password_to_a_game_changes_nothing(pbm):
     alice = pbm.register("alice", "wonderland1")
     pbm.new_game("giveaway", "ring")
-    before = pbm.sql("SELECT version, state FROM games WHERE name='ring'")
+    before = pbm.sql("SELECT g.version, d.state FROM games g JOIN game_documents d ON d.game_id = g.id WHERE g.name='ring'")
     pbm.secrets.add("not-my-password")
     text = pbm.flat(pbm.mail(alice, "ring", "JOIN\n$$not-my-password$$"))
     assert "does not match the account alice" in text and "nothing was done" in text
-    assert pbm.sql("SELECT version, state FROM games WHERE name='ring'") == before
+    assert pbm.sql("SELECT g.version, d.state FROM games g JOIN game_documents d ON d.game_id = g.id WHERE g.name='ring'") == before
     # the right password from another address is refused too
     text = pbm.flat(pbm.mail("mallory@example.org", "ring", "JOIN\n$$wonderland1$$"))
     assert "No account is registered for mallory@example.org" in text
-    assert pbm.sql("SELECT version, state FROM games WHERE name='ring'") == before
+    assert pbm.sql("SELECT g.version, d.state FROM games g JOIN game_documents d ON d.game_id = g.id WHERE g.name='ring'") == before
     audit = pbm.sql("SELECT action FROM audit_log WHERE action='bad password'")
     assert len(audit) == 2
 
