@@ -78,9 +78,9 @@ def cmd_help(ctx: ServerContext, line: Line, words: list[str]) -> Result:
         rules = get_rules(kind)
         ctx.sections.append(Section(title=f"{rules.title} ({kind})", text=rules.help_text()))
         return Result(line, True, f"the rules and commands of {rules.title} follow")
-    text = ctx.composer.render(
-        "server/help.txt", {"server": ctx.settings.server_address, "domain": ctx.settings.domain, "gm": ctx.is_gm,
-         "anyone": help_rows(Audience.ANYONE), "player": help_rows(Audience.PLAYER), "gm_rows": help_rows(Audience.GM)}
+    text = ctx.composer.once(("help", ctx.is_gm), "server/help.txt", lambda: {
+        "server": ctx.settings.server_address, "domain": ctx.settings.domain, "gm": ctx.is_gm,
+        "anyone": help_rows(Audience.ANYONE), "player": help_rows(Audience.PLAYER), "gm_rows": help_rows(Audience.GM)}
     ).text
     ctx.sections.append(Section(title="Help", text=text))
     return Result(line, True, "the list of commands follows")

@@ -14,7 +14,7 @@ import functools
 import json
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -502,6 +502,8 @@ class Composer:
         #: the templates compiled, by name (Environment.get_template looks in
         #: its own cache through the loader on every call)
         self._templates: dict[str, Template] = {}
+        #: texts that depend on nothing but the settings (:meth:`once`)
+        self._once: dict[tuple[Any, ...], Rendered] = {}
         self._ours: re.Pattern[str] | None = None
 
     def public(self, text: str) -> str:
@@ -526,6 +528,15 @@ class Composer:
         if template is None:
             template = self._templates[name] = self.env.get_template(name)
         return template.render(**data).strip("\n")
+
+    def once(self, key: tuple[Any, ...], template: str, data: Callable[[], dict[str, Any]]) -> Rendered:
+        """``render(template, data())``, made once per ``key`` for the life of
+        this composer: for a text that depends on nothing but the settings
+        and the key (the help list every ``help`` mail gets)."""
+        found = self._once.get(key)
+        if found is None:
+            found = self._once[key] = self.render(template, data())
+        return found
 
     def render(self, template: str, data: dict[str, Any], kind: str | None = None, html: bool = True) -> Rendered:
         """Render ``template`` (``server/x.txt`` or, with ``kind``, ``KIND/x.txt``)
