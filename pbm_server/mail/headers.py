@@ -40,7 +40,11 @@ def clean_text(value: str | None, limit: int = MAX_SUBJECT) -> str:
     runs of white space one space, at most ``limit`` characters."""
     if not value:
         return ""
-    text = "".join(" " if _unsafe(ch) else ch for ch in str(value))
+    text = str(value)
+    # printable ASCII holds no control, separator, line break or format
+    # character: the common case skips the look at every character
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(" " if _unsafe(ch) else ch for ch in text)
     return " ".join(text.split())[:limit]
 
 

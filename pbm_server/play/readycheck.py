@@ -126,7 +126,26 @@ def _may_have_check(session: Session, game: Game) -> bool:
     key = sa_inspect(VoteSettings).identity_key_from_primary_key((game.id,))
     if key in session.identity_map or any(isinstance(o, VoteSettings) for o in session.new):
         return True
+    unchecked: set[int] | None = session.info.get(_WITHOUT_CHECK)
+    if unchecked is not None and game.id in unchecked:
+        unchecked.discard(game.id)  # the batch's look told; once, for the game's one mail
+        return False
     return bool(session.connection().execute(_READY_MINUTES, {"game": game.id}).scalar())
+
+
+def look_ahead(session: Session, game_ids: list[int]) -> None:
+    """A batch's games (one mail each) without a ready check, found with one
+    SELECT: the first :func:`after_change` of each then asks the database
+    nothing (a settings row the mail itself makes is in the session and
+    seen there)."""
+    with_check = set(session.connection().execute(_WITH_CHECK, {"games": game_ids}).scalars())
+    session.info[_WITHOUT_CHECK] = {i for i in game_ids if i not in with_check}
+
+
+#: Session.info key: the batch's games known to have no ready check (look_ahead)
+_WITHOUT_CHECK = "pbm_games_without_ready_check"
+_WITH_CHECK = select(VoteSettings.game_id).where(VoteSettings.game_id.in_(bindparam("games", expanding=True)),
+                                                 VoteSettings.ready_minutes != 0)
 
 
 def confirm(session: Session, mailer: Mailer, game: Game, handle: str, now: datetime) -> str:

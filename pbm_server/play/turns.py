@@ -312,6 +312,10 @@ def same_seed_hold(session: Session, game: Game) -> bool:
     and no autoflush: a rollback snapshot not yet flushed is flushed first)."""
     if any(isinstance(o, Snapshot) for o in session.new):
         session.flush()
+    never: set[int] | None = session.info.get(_NEVER_ROLLED_BACK)
+    if never is not None and game.id in never:
+        never.discard(game.id)  # the batch's look told; once, for the game's one mail
+        return False
     conn = session.connection()
     # the common case in one lookup on (game_id, turn): no same-seed rollback to the open turn
     row = conn.execute(_NEWEST_ROLLBACK, {"game": game.id, "turn": game.turn}).first()
@@ -321,6 +325,25 @@ def same_seed_hold(session: Session, game: Game) -> bool:
     return conn.execute(_LATER_ROLLBACK, {"game": game.id, "id": row.id}).first() is None
 
 
+def look_ahead(session: Session, game_ids: list[int]) -> None:
+    """What a worker's batch (one mail per game) asks of each game's mail,
+    found for all its games at once: the games never rolled back (so no
+    :func:`same_seed_hold`) and those without a ready check
+    (readycheck.after_change), two SELECTs for the batch instead of two a
+    mail.  Each game's first question is answered from them, once: a
+    player's mail makes no rollback, and a ready check it sets up is in the
+    session."""
+    if not game_ids:
+        return
+    rolled = set(session.connection().execute(_ROLLED_BACK, {"games": game_ids}).scalars())
+    session.info[_NEVER_ROLLED_BACK] = {i for i in game_ids if i not in rolled}
+    readycheck.look_ahead(session, game_ids)
+
+
+#: Session.info key: the batch's games never rolled back (look_ahead)
+_NEVER_ROLLED_BACK = "pbm_games_never_rolled_back"
+_ROLLED_BACK = (select(Snapshot.game_id).distinct()
+                .where(Snapshot.game_id.in_(bindparam("games", expanding=True)), Snapshot.phase == "rollback"))
 _NEWEST_ROLLBACK = (select(Snapshot.id, Snapshot.rng)
                     .where(Snapshot.game_id == bindparam("game"), Snapshot.turn == bindparam("turn"),
                            Snapshot.phase == "rollback")

@@ -311,3 +311,35 @@ def test_delivery_takes_twenty_replies_a_pass_while_mail_streams_in(pbm_stopped)
         server.outbound._end_session()
         server.worker.close()
         server.db.dispose()
+
+
+def test_a_batch_still_holds_a_same_seed_rollback_and_begins_a_ready_check(four_games):
+    """What a batch looks up for all its games at once (turns.look_ahead:
+    which were rolled back, which have a ready check) answers each game's
+    mail as a lookup of its own would: in one batch, an order to a game whose
+    round was rolled back with its seed is refused, and the join that takes
+    another game's last seat begins that game's ready check."""
+    pbm = four_games
+    with _worker(pbm) as (db, worker):
+        for n in (0, 1):
+            store_messages(db, [_join(pbm, n, "b1")])
+            assert worker.run_once()
+    pbm.cli("turn", "run", "b1")
+    assert "with the same seed" in pbm.cli("turn", "rollback", "b1", "1", "--same-seed").stdout
+    pbm.cli("game", "set", "b2", "seats=1", "ready=48h")
+    order = pbm.build("p0@example.org", "b1", "$$batch-pass-0$$\nGIVE 1 TO p1")
+    with _worker(pbm) as (db, worker):
+        held, joined = store_messages(db, [(order["From"], [order["To"]], bytes(order)), _join(pbm, 1, "b2")])
+        assert worker.run_once()  # one pass, both mails
+        status = _status(db)
+        assert status[held] == status[joined] == "done"
+        with db.engine.connect() as c:
+            refusal = c.execute(text("SELECT raw FROM outbox WHERE inbound_id = :i"), {"i": held}).scalar()
+            phase = c.execute(text("SELECT ready_phase FROM vote_settings JOIN games ON games.id = game_id "
+                                   "WHERE games.name = 'b2'")).scalar()
+            to_p1 = [written_out(r) for r, in c.execute(text("SELECT raw FROM outbox WHERE to_addr = 'p1@example.org'"))]
+    reply = BytesParser(policy=policy.default).parsebytes(written_out(refusal))
+    text_of = " ".join(reply.get_body(("plain",)).get_content().split())
+    assert "no orders are taken until round 1 has run again" in text_of, text_of
+    asked = [m for m in to_p1 if b"are you ready?" in m]
+    assert phase == "open" and len(asked) == 1, [m[:300] for m in to_p1]
