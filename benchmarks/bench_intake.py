@@ -66,15 +66,16 @@ from benchmarks.smtpload import LoadSpec, message_bytes, run_load_process  # noq
 SMTP_SOURCE = shutil.which("smtp-source") or ("/usr/sbin/smtp-source" if os.path.exists("/usr/sbin/smtp-source") else None)
 
 
-def smtp_source(port: int, count: int, concurrency: int, domain: str = "pbm.localhost",
-                size: int = 1) -> tuple[int, float, float]:
+def smtp_source(port: int, count: int, concurrency: int, domain: str = "pbm.localhost", to: str = "pbm",
+                size: int = 1, recipients: int = 1) -> tuple[int, float, float]:
     """Postfix's smtp-source: ``count`` mails of ``size`` bytes of payload
     (its ``-l``, headers not counted), ``concurrency`` sessions at a time, one
-    mail per session.  Returns (mails accepted, seconds, the
+    mail per session, each to ``recipients`` addresses (``-r``: the first is
+    ``-t``'s, then 2LOCAL, 3LOCAL, ...).  Returns (mails accepted, seconds, the
     client's CPU seconds).  smtp-source stops at the first reply that is not
     the expected one, so a run that exits 0 had every mail accepted."""
-    cmd = [SMTP_SOURCE or "smtp-source", "-s", str(concurrency), "-m", str(count), "-l", str(size), "-S", "help",
-           "-f", "bench@load.example", "-t", f"pbm@{domain}", "-M", "load.example", f"127.0.0.1:{port}"]
+    cmd = [SMTP_SOURCE or "smtp-source", "-s", str(concurrency), "-m", str(count), "-l", str(size), "-r", str(recipients), "-S", "help",
+           "-f", "bench@load.example", "-t", f"{to}@{domain}", "-M", "load.example", f"127.0.0.1:{port}"]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -96,10 +97,11 @@ def padded_body(size: int) -> str:
 
 
 def _measure(port: int, count: int, concurrency: int, start: int, pids: list[int], client: str = "python",
-             size: int = 1) -> dict:
+             size: int = 1, recipients: int = 1, to: str = "pbm") -> dict:
     c0 = [cpu_seconds(p) for p in pids]
     if client == "smtp-source":
-        accepted, elapsed, client_cpu = smtp_source(port, count, concurrency, size=size)
+        accepted, elapsed, client_cpu = smtp_source(port, count, concurrency, size=size, recipients=recipients,
+                                                      to=to)
         sent = count
     else:
         res = run_load_process(LoadSpec("127.0.0.1", port, count, concurrency=concurrency, start=start, tag="intake",

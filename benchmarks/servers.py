@@ -261,8 +261,11 @@ def _pg_database(admin_url: str, base: str, template: str | None = None) -> tupl
 
 
 class PbmServe:
-    def __init__(self, tmp: Path, relay_port: int | None, db_url: str, extra_env: dict | None = None):
+    def __init__(self, tmp: Path, relay_port: int | None, db_url: str, extra_env: dict | None = None,
+                 args: tuple[str, ...] = ()):
+        """``args``: more arguments of `pbm serve` (``--without worker``, ...)."""
         self.tmp = tmp
+        self.args = args
         self.port = free_port()
         #: the HTTP side on a free port of its own, so that servers started
         #: side by side (or beside another program on 8080) do not clash;
@@ -299,8 +302,8 @@ class PbmServe:
 
     def start(self) -> "PbmServe":
         self.log = open(self.tmp / "serve.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "pbm_server.running.cli", "serve"], env=self.env, cwd=self.tmp,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([sys.executable, "-m", "pbm_server.running.cli", "serve", *self.args], env=self.env,
+                                     cwd=self.tmp, stdout=self.log, stderr=subprocess.STDOUT)
         wait_port(self.port, self.proc)
         return self
 
