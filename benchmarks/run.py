@@ -96,7 +96,7 @@ def _intake(o: Options, pg: str | None) -> dict:
 
     if o.issue45:  # 600-byte mails at 16 and at 50 sessions, no MTA pipe; pbm / bare at least 0.9 each
         count = 800 if o.quick else 2000
-        return {f"intake_{c}_sessions_600_bytes": _timed(bench_intake.run, pg=pg, rounds=o.r(5), count=count,
+        return {f"intake_{c}_sessions_600_bytes": _timed(bench_intake.run, pg=pg, rounds=o.r(7), count=count,
                                                           concurrency=c, size=600, pipe_count=0, goal=">= 0.9")
                 for c in (16, 50)}
     kw = dict(count=800, pipe_count=8) if o.quick else dict(count=2000, pipe_count=70)
@@ -145,7 +145,7 @@ def _sizes(o: Options, pg: str | None) -> dict:
     from benchmarks import bench_sizes
 
     kw = dict(burst=300) if o.quick else dict(burst=1000)
-    return {"sizes": _timed(bench_sizes.run, pg=pg, rounds=o.r(3), **kw)}
+    return {"sizes": _timed(bench_sizes.run, pg=pg, rounds=o.r(5), **kw)}
 
 
 @part("features", "the SMTP order-mail rate with a feature on vs off, in turn: the mailbox intake (Dovecot), "
@@ -154,7 +154,7 @@ def _features(o: Options, pg: str | None) -> dict:
     from benchmarks import bench_features
 
     kw = dict(burst=300, intake_count=1000) if o.quick else dict(burst=1000, intake_count=3000)
-    return {"features": _timed(bench_features.run, pg=pg, rounds=o.r(3), **kw)}
+    return {"features": _timed(bench_features.run, pg=pg, rounds=o.r(5), **kw)}
 
 
 @part("backend", "the back end on mail in the inbox: CPU per mail by game size, one back end vs two",
