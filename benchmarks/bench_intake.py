@@ -184,7 +184,8 @@ def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: i
         bare_runs, pbm_runs = runs["bare"], runs["pbm_serve"]
         bare_rate = statistics.median(x["per_second"] for x in bare_runs)
         pbm_rate = statistics.median(x["per_second"] for x in pbm_runs)
-        ratio = paired_ratio(f"mails/s, pbm serve / bare listener ({concurrency} sessions, {size} bytes)",
+        bytes_ = f"{size} byte{'s' if size != 1 else ''}"
+        ratio = paired_ratio(f"mails/s, pbm serve / bare listener ({concurrency} sessions, {bytes_})",
                              [x["per_second"] for x in pbm_runs], [x["per_second"] for x in bare_runs])
         cpu_bare = statistics.median(x["server_cpu_us_per_message"] for x in bare_runs)
         cpu_listener = statistics.median(x["listener_cpu_us_per_message"] for x in pbm_runs)
