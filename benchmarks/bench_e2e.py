@@ -352,6 +352,8 @@ def run(mix: str = "today", burst: int = 2000, seconds: float = 10.0, rounds: in
 def _env(pairs: list[str]) -> dict:
     out = {}
     for p in pairs:
+        if not p:  # "--config default:": a configuration of the default settings
+            continue
         name, _, value = p.partition("=")
         out[name] = value
     return out

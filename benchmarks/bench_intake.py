@@ -5,7 +5,8 @@ Both servers get the same load from the same client, a process of its own:
 Postfix's ``smtp-source`` (a C program from the Debian package postfix, the
 default when it is installed: it costs a small fraction of a CPU, so the
 servers, not the client, set the rate) or ``--client python``
-(benchmarks/smtpload.py, which saturates its own CPU first).  Each sends ``count`` small command mails, one SMTP session each,
+(benchmarks/smtpload.py, which saturates its own CPU first).  Each sends
+``count`` command mails (``size`` bytes of payload), one SMTP session each,
 ``concurrency`` sessions at a time.  `pbm serve` runs complete (listener,
 worker, outbound to a relay sink, scheduler) on a fresh database; each of its
 250 replies comes after the message is committed (SQLite: WAL,
@@ -31,7 +32,7 @@ competes less for the CPUs than with the Python client's 2,000 senders (whose
 figures stay comparable with older runs).  Beside every rate the client's
 CPU share is reported.
 
-    .venv/bin/python benchmarks/bench_intake.py [--count 2000] [--concurrency 50] [--rounds 7] [--client smtp-source|python]
+    .venv/bin/python benchmarks/bench_intake.py [--count 2000] [--concurrency 50] [--size 1] [--rounds 7] [--client smtp-source|python]
 """
 
 from __future__ import annotations
@@ -58,19 +59,23 @@ from benchmarks.servers import (  # noqa: E402
     cpu_seconds,
     fresh_database,
     paired_ratio,
+    with_goal,
 )
 from benchmarks.smtpload import LoadSpec, message_bytes, run_load_process  # noqa: E402
 
 SMTP_SOURCE = shutil.which("smtp-source") or ("/usr/sbin/smtp-source" if os.path.exists("/usr/sbin/smtp-source") else None)
 
 
-def smtp_source(port: int, count: int, concurrency: int, domain: str = "pbm.localhost") -> tuple[int, float, float]:
-    """Postfix's smtp-source: ``count`` mails, ``concurrency`` sessions at a
-    time, one mail per session.  Returns (mails accepted, seconds, the
+def smtp_source(port: int, count: int, concurrency: int, domain: str = "pbm.localhost", to: str = "pbm",
+                size: int = 1, recipients: int = 1) -> tuple[int, float, float]:
+    """Postfix's smtp-source: ``count`` mails of ``size`` bytes of payload
+    (its ``-l``, headers not counted), ``concurrency`` sessions at a time, one
+    mail per session, each to ``recipients`` addresses (``-r``: the first is
+    ``-t``'s, then 2LOCAL, 3LOCAL, ...).  Returns (mails accepted, seconds, the
     client's CPU seconds).  smtp-source stops at the first reply that is not
     the expected one, so a run that exits 0 had every mail accepted."""
-    cmd = [SMTP_SOURCE or "smtp-source", "-s", str(concurrency), "-m", str(count), "-l", "1", "-S", "help",
-           "-f", "bench@load.example", "-t", f"pbm@{domain}", "-M", "load.example", f"127.0.0.1:{port}"]
+    cmd = [SMTP_SOURCE or "smtp-source", "-s", str(concurrency), "-m", str(count), "-l", str(size), "-r", str(recipients), "-S", "help",
+           "-f", "bench@load.example", "-t", f"{to}@{domain}", "-M", "load.example", f"127.0.0.1:{port}"]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -82,13 +87,25 @@ def smtp_source(port: int, count: int, concurrency: int, domain: str = "pbm.loca
     return count, elapsed, usage.ru_utime + usage.ru_stime
 
 
-def _measure(port: int, count: int, concurrency: int, start: int, pids: list[int], client: str = "python") -> dict:
+def padded_body(size: int) -> str:
+    """The Python client's body of about ``size`` bytes: ``help`` and lines
+    of filler (smtp-source's own payload is lines of X)."""
+    if size <= 6:
+        return "help"
+    filler = size - 6
+    return "help\n" + "\n".join("X" * min(78, filler - k) for k in range(0, filler, 79))
+
+
+def _measure(port: int, count: int, concurrency: int, start: int, pids: list[int], client: str = "python",
+             size: int = 1, recipients: int = 1, to: str = "pbm") -> dict:
     c0 = [cpu_seconds(p) for p in pids]
     if client == "smtp-source":
-        accepted, elapsed, client_cpu = smtp_source(port, count, concurrency)
+        accepted, elapsed, client_cpu = smtp_source(port, count, concurrency, size=size, recipients=recipients,
+                                                      to=to)
         sent = count
     else:
-        res = run_load_process(LoadSpec("127.0.0.1", port, count, concurrency=concurrency, start=start, tag="intake"))
+        res = run_load_process(LoadSpec("127.0.0.1", port, count, concurrency=concurrency, start=start, tag="intake",
+                                        body=padded_body(size)))
         accepted, sent, elapsed, client_cpu = len(res.accepted), len(res.sent), res.elapsed, res.cpu
     c1 = [cpu_seconds(p) for p in pids]
     return {
@@ -141,7 +158,10 @@ def pipe_rate(serve: PbmServe, count: int, concurrency: int) -> dict:
 
 
 def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: int = 100, pipe_concurrency: int = 2,
-        pg: str | None = None, extra_env: dict | None = None, client: str | None = None) -> dict:
+        pg: str | None = None, extra_env: dict | None = None, client: str | None = None, size: int = 1,
+        goal: str | None = None) -> dict:
+    """``size``: payload bytes of each mail (1: smtp-source's smallest);
+    ``goal``: the goal of the pbm/bare ratio (servers.with_goal), if any."""
     client = client or ("smtp-source" if SMTP_SOURCE else "python")
     tmp = Path(tempfile.mkdtemp(prefix="pbm-bench-intake-"))
     db_url, drop = fresh_database(tmp, pg)
@@ -150,20 +170,23 @@ def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: i
     serve = PbmServe(tmp, sink.port, db_url, extra_env).start()
     try:
         # warm up both (imports, first connections, the game-name cache)
-        _measure(bare.port, 200, concurrency, 0, [bare.pid], client)
-        _measure(serve.port, 200, concurrency, 0, serve.pids(), client)
+        _measure(bare.port, 200, concurrency, 0, [bare.pid], client, size)
+        _measure(serve.port, 200, concurrency, 0, serve.pids(), client, size)
         runs: dict[str, list[dict]] = {"bare": [], "pbm_serve": []}
         pipes = []
         targets = {"bare": (bare.port, lambda: [bare.pid]), "pbm_serve": (serve.port, serve.pids)}
         for r, side in alternate(["bare", "pbm_serve"], rounds):
             port, pids = targets[side]
-            runs[side].append(_measure(port, count, concurrency, 1_000_000 * (r + 1), pids(), client))
+            runs[side].append(_measure(port, count, concurrency, 1_000_000 * (r + 1), pids(), client, size))
             if side == "pbm_serve" and pipe_count:  # the MTA pipe too, a share of its mails each round
                 pipes.append(pipe_rate(serve, max(2, pipe_count // rounds), pipe_concurrency))
         catch_up = _wait_processed(serve, 200 + rounds * count + sum(x["accepted"] for x in pipes))
         bare_runs, pbm_runs = runs["bare"], runs["pbm_serve"]
         bare_rate = statistics.median(x["per_second"] for x in bare_runs)
         pbm_rate = statistics.median(x["per_second"] for x in pbm_runs)
+        bytes_ = f"{size} byte{'s' if size != 1 else ''}"
+        ratio = paired_ratio(f"mails/s, pbm serve / bare listener ({concurrency} sessions, {bytes_})",
+                             [x["per_second"] for x in pbm_runs], [x["per_second"] for x in bare_runs])
         cpu_bare = statistics.median(x["server_cpu_us_per_message"] for x in bare_runs)
         cpu_listener = statistics.median(x["listener_cpu_us_per_message"] for x in pbm_runs)
         return {
@@ -173,13 +196,13 @@ def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: i
                                  "pbm_serve": round(statistics.median(x["client_cpu_share"] for x in pbm_runs), 2)},
             "messages_per_run": count,
             "concurrency": concurrency,
+            "message_bytes": size,
             "rounds": rounds,
             "bare_per_second": bare_rate,
             "pbm_serve_per_second": pbm_rate,
             # each pbm round against the bare round beside it: robust to a
             # machine whose other load drifts during the benchmark
-            "ratio": paired_ratio("mails/s, pbm serve / bare listener", [x["per_second"] for x in pbm_runs],
-                                  [x["per_second"] for x in bare_runs]),
+            "ratio": with_goal(ratio, goal) if goal else ratio,
             "ratio_of_medians": round(pbm_rate / bare_rate, 3),
             "listener_cpu_us_per_message": {"bare": cpu_bare, "pbm_serve_listener": cpu_listener},
             "listener_cpu_ratio": paired_ratio("CPU per mail, bare listener / pbm serve's listener process",
@@ -188,7 +211,8 @@ def run(count: int = 2000, concurrency: int = 50, rounds: int = 7, pipe_count: i
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
             "mta_pipe_per_second": round(statistics.median(x["per_second"] for x in pipes), 1) if pipes else None,
             "mta_pipe_ratio": paired_ratio("mails/s, pbm mail inject per mail / bare listener",
-                                           [x["per_second"] for x in pipes], [x["per_second"] for x in bare_runs], 4),
+                                           [x["per_second"] for x in pipes], [x["per_second"] for x in bare_runs], 4)
+            if pipes else None,
             "mta_pipe": pipes,
             "worker_catch_up_seconds_after_last_run": round(catch_up, 1),
             "runs": {"bare": bare_runs, "pbm_serve": pbm_runs},
@@ -204,10 +228,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=50)
+    ap.add_argument("--size", type=int, default=1, help="payload bytes of each mail (smtp-source -l)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--pipe-count", type=int, default=100)
     ap.add_argument("--postgres", default=None, help="a PostgreSQL URL (a fresh database is made beside it)")
     ap.add_argument("--client", choices=["smtp-source", "python"], default=None,
                     help="the load generator (default: smtp-source when installed)")
     a = ap.parse_args()
-    print(json.dumps(run(a.count, a.concurrency, a.rounds, a.pipe_count, pg=a.postgres, client=a.client), indent=2))
+    print(json.dumps(run(a.count, a.concurrency, a.rounds, a.pipe_count, pg=a.postgres, client=a.client,
+                         size=a.size), indent=2))

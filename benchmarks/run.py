@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/run.py --postgres postgresql://postgres@127.0.0.1:5432/test
     .venv/bin/python benchmarks/run.py --only intake e2e --quick
     .venv/bin/python benchmarks/run.py --list               # the parts
+    .venv/bin/python benchmarks/run.py --issue45 [--quick]  # issue 45's figures, each with its goal
 
 Each part is registered in PARTS below (``@part(...)``); a part of the
 server's own (``per_database``) runs on SQLite and, with ``--postgres URL``,
@@ -12,7 +13,15 @@ reports comes from one run in which its two sides were measured in turn,
 round after round (benchmarks/servers.py: ``alternate``, ``paired_ratio``):
 one ratio per round, their median, their range.  The run ends with a summary
 of every such ratio (also the JSON's ``summary``), so the figures are quick
-to read.
+to read.  A ratio may carry a goal (servers.with_goal: ``">= 0.9"``); the
+summary lists those too, whether each is met, and ends with ``goals: N of M
+met``.
+
+``--issue45`` is the preset of issue 45: the parts intake, sizes, e2e and
+features with its settings (durable intake of 600-byte mails at 16 and at 50
+sessions; the end-to-end mixes with the default settings only, today's
+against the fixed target of 500 mails/s, the rush against the Argon2
+ceiling).  About 20 minutes on a 2-core machine, 5 with ``--quick``.
 
 The figures go to standard output as JSON and, with ``--out FILE``, into FILE.
 A benchmark that fails is reported with its error; the others still run.
@@ -39,6 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 GAMES = ("rmpm", "giveaway", "sequence")
+#: the parts of --issue45, in this order
+ISSUE45 = ("intake", "sizes", "e2e", "features")
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,8 @@ class Options:
     #: --postgres, for a part that needs PostgreSQL whatever the database of
     #: the round (a per-database part gets its database as its second argument)
     postgres: str | None = None
+    #: --issue45: the parts take issue 45's settings (see the module's text)
+    issue45: bool = False
 
     def r(self, full: int, quick: int = 2) -> int:
         return self.rounds or (quick if self.quick else full)
@@ -81,6 +94,11 @@ def part(name: str, help: str, per_database: bool = False):
 def _intake(o: Options, pg: str | None) -> dict:
     from benchmarks import bench_intake
 
+    if o.issue45:  # 600-byte mails at 16 and at 50 sessions, no MTA pipe; pbm / bare at least 0.9 each
+        count = 800 if o.quick else 2000
+        return {f"intake_{c}_sessions_600_bytes": _timed(bench_intake.run, pg=pg, rounds=o.r(7), count=count,
+                                                          concurrency=c, size=600, pipe_count=0, goal=">= 0.9")
+                for c in (16, 50)}
     kw = dict(count=800, pipe_count=8) if o.quick else dict(count=2000, pipe_count=70)
     return {"intake": _timed(bench_intake.run, pg=pg, rounds=o.r(7), **kw)}
 
@@ -94,8 +112,49 @@ def _e2e(o: Options, pg: str | None) -> dict:
     for mix in ("today", "rush"):
         print(f"end to end, {mix} ...", file=sys.stderr, flush=True)
         kw = dict(burst=400, seconds=3, argon2_checks=20) if o.quick else dict(burst=2000, seconds=10)
-        out[f"e2e_{mix}"] = _timed(bench_e2e.run, mix=mix, pg=pg, rounds=o.r(3), **kw)
+        if o.issue45:  # the default settings only: no PBM_BACKENDS or other override
+            kw["configs"] = {"default": {}}
+        got = out[f"e2e_{mix}"] = _timed(bench_e2e.run, mix=mix, pg=pg, rounds=o.r(3), **kw)
+        if o.issue45 and "configurations" in got:
+            _issue45_e2e_goals(mix, got)
     return out
+
+
+#: issue 45: today's mix against this fixed rate (not a measured baseline)
+TODAY_TARGET_PER_SECOND = 500
+
+
+def _issue45_e2e_goals(mix: str, got: dict) -> None:
+    """The goals of issue 45 on the end-to-end figures of the default settings."""
+    from benchmarks.servers import paired_ratio, with_goal
+
+    conf = got["configurations"]["default"]
+    if mix == "today":
+        rates = conf["per_second_rounds"]
+        conf["rate_to_target"] = with_goal(paired_ratio(
+            f"today's mails/s / {TODAY_TARGET_PER_SECOND} mails/s (the fixed target of issue 45, not measured)",
+            rates, [TODAY_TARGET_PER_SECOND] * len(rates), 2), ">= 1.0")
+    elif mix == "rush" and "rate_to_ceiling" in conf:
+        with_goal(conf["rate_to_ceiling"], ">= 0.9")
+        got["goal"] = "rate_to_ceiling at least 0.9 (issue 45)"
+
+
+@part("sizes", "order mails into one giveaway of 10, 600 and 10,000 players through the whole pbm serve, the "
+      "sizes in turn; rate ratios against 10 players", per_database=True)
+def _sizes(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_sizes
+
+    kw = dict(burst=300) if o.quick else dict(burst=1000)
+    return {"sizes": _timed(bench_sizes.run, pg=pg, rounds=o.r(5), **kw)}
+
+
+@part("features", "the SMTP order-mail rate with a feature on vs off, in turn: the mailbox intake (Dovecot), "
+      "player alert channels, the HTTP side; one body for 20 recipients vs one", per_database=True)
+def _features(o: Options, pg: str | None) -> dict:
+    from benchmarks import bench_features
+
+    kw = dict(burst=300, intake_count=1000) if o.quick else dict(burst=1000, intake_count=3000)
+    return {"features": _timed(bench_features.run, pg=pg, rounds=o.r(5), **kw)}
 
 
 @part("backend", "the back end on mail in the inbox: CPU per mail by game size, one back end vs two",
@@ -221,7 +280,8 @@ def ratios(results: dict, path: str = "") -> list[dict]:
             continue
         where = f"{path}.{key}" if path else key
         if "of" in value and "pairs" in value and "median" in value:
-            out.append({"where": where, **{k: value[k] for k in ("of", "median", "min", "max", "rounds")}})
+            out.append({"where": where, **{k: value[k] for k in ("of", "median", "min", "max", "rounds", "goal", "met")
+                                           if k in value}})
         else:
             out += ratios(value, where)
     return out
@@ -271,6 +331,20 @@ def print_summary(summary: dict) -> None:
                 print(f"  {r['where']:<58} {r['mails_per_second']} mails/s (rounds {r['rounds']}), "
                       f"CPU ms/mail {r['cpu_ms_per_mail']}, client {r['client_cpu_share']} of a core", file=err)
     print(f"load average at start {summary['load_average_at_start']}, at end {summary['load_average_at_end']}", file=err)
+    if summary["goals"]:
+        print("goals (median of the paired rounds against its goal):", file=err)
+        for g in summary["goals"]:
+            state = {True: "met", False: "NOT MET", None: "no figure"}[g["met"]]
+            print(f"  {g['where']:<58} {g['median']!s:>7} [{g['min']} - {g['max']}] goal {g['goal']:<7} {state:<9} "
+                  f"{g['of']}", file=err)
+        met = sum(1 for g in summary["goals"] if g["met"])
+        print(f"goals: {met} of {len(summary['goals'])} met", file=err)
+
+
+def goals(results: dict) -> list[dict]:
+    """Every ratio that carries a goal: where, of, goal, median, min, max, met."""
+    return [{k: r.get(k) for k in ("where", "of", "goal", "median", "min", "max", "met")}
+            for r in ratios(results) if "goal" in r]
 
 
 def main(argv=None) -> int:
@@ -282,7 +356,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=None, help="rounds of every paired measurement (default: each part's)")
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--list", action="store_true", help="list the parts and stop")
+    ap.add_argument("--issue45", action="store_true",
+                    help="issue 45's figures, each with its goal: " + " ".join(ISSUE45) + " with the preset's settings "
+                    "(docs/benchmarks.md); about 20 minutes, 5 with --quick")
     a = ap.parse_args(argv)
+    if a.issue45:
+        if a.only is not None:
+            ap.error("--issue45 chooses its own parts; leave out --only")
+        a.only = list(ISSUE45)
     if a.list:
         for p in PARTS.values():
             print(f"{p.name:<10} {p.help}{' (SQLite, and PostgreSQL with --postgres)' if p.per_database else ''}")
@@ -290,12 +371,13 @@ def main(argv=None) -> int:
     unknown = set(a.only or []) - set(PARTS)
     if unknown:
         ap.error(f"unknown parts: {' '.join(sorted(unknown))} (known: {' '.join(PARTS)})")
-    want = [p for p in PARTS.values() if a.only is None or p.name in a.only]
-    o = Options(quick=a.quick, rounds=a.rounds, postgres=a.postgres)
+    want = ([PARTS[n] for n in ISSUE45] if a.issue45 else
+            [p for p in PARTS.values() if a.only is None or p.name in a.only])
+    o = Options(quick=a.quick, rounds=a.rounds, postgres=a.postgres, issue45=a.issue45)
     results: dict = {
         "run": {"started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": _commit(),
                 "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
-                "quick": a.quick},
+                "quick": a.quick, "issue45": a.issue45},
         "machine": machine(),
     }
     for p in want:
@@ -309,7 +391,8 @@ def main(argv=None) -> int:
                 if key == "wall_seconds":
                     continue
                 results[f"{key}_{tag}" if p.per_database else key] = value
-    summary = {"ratios": ratios(results), "rates": rates(results), "engine_ratios": engine_ratios(results),
+    summary = {"ratios": ratios(results), "goals": goals(results), "rates": rates(results),
+               "engine_ratios": engine_ratios(results),
                "load_average_at_start": results["machine"]["load_average_at_start"],
                "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
     results = {"summary": summary, **results}

@@ -261,9 +261,16 @@ def _pg_database(admin_url: str, base: str, template: str | None = None) -> tupl
 
 
 class PbmServe:
-    def __init__(self, tmp: Path, relay_port: int | None, db_url: str, extra_env: dict | None = None):
+    def __init__(self, tmp: Path, relay_port: int | None, db_url: str, extra_env: dict | None = None,
+                 args: tuple[str, ...] = ()):
+        """``args``: more arguments of `pbm serve` (``--without worker``, ...)."""
         self.tmp = tmp
+        self.args = args
         self.port = free_port()
+        #: the HTTP side on a free port of its own, so that servers started
+        #: side by side (or beside another program on 8080) do not clash;
+        #: ``extra_env`` may set PBM_HTTP_LISTEN (empty: off)
+        self.http_port = free_port()
         self.domain = "pbm.localhost"
         self.db_url = db_url
         self.env = dict(os.environ)
@@ -272,6 +279,7 @@ class PbmServe:
                 "PBM_DATABASE_URL": db_url,
                 "PBM_LISTEN": f"127.0.0.1:{self.port}",
                 "PBM_DOMAIN": self.domain,
+                "PBM_HTTP_LISTEN": f"127.0.0.1:{self.http_port}",
                 "PBM_RELAY": f"127.0.0.1:{relay_port}" if relay_port else "",
                 "PBM_MAILDIR": str(tmp / "maildir"),
                 # thousands of mails from a few thousand senders: no hourly cap
@@ -294,8 +302,8 @@ class PbmServe:
 
     def start(self) -> "PbmServe":
         self.log = open(self.tmp / "serve.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "pbm_server.running.cli", "serve"], env=self.env, cwd=self.tmp,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([sys.executable, "-m", "pbm_server.running.cli", "serve", *self.args], env=self.env,
+                                     cwd=self.tmp, stdout=self.log, stderr=subprocess.STDOUT)
         wait_port(self.port, self.proc)
         return self
 
@@ -404,6 +412,20 @@ def paired_ratio(of: str, numerators: list[float], denominators: list[float], di
         return {"of": of, "median": None, "min": None, "max": None, "pairs": [], "rounds": 0}
     return {"of": of, "median": round(statistics.median(pairs), digits), "min": round(min(pairs), digits),
             "max": round(max(pairs), digits), "pairs": [round(x, digits) for x in pairs], "rounds": len(pairs)}
+
+
+def with_goal(ratio: dict, goal: str) -> dict:
+    """``ratio`` (from :func:`paired_ratio`) with its goal, a comparison and a
+    number such as ``">= 0.9"``, and whether the median meets it (``met``;
+    None without rounds).  benchmarks/run.py lists every goal in its summary."""
+    op, _, number = goal.partition(" ")
+    value = ratio.get("median")
+    checks = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b}
+    if op not in checks:
+        raise ValueError(f"a goal is '>= N', '> N', '<= N' or '< N', not {goal!r}")
+    ratio["goal"] = goal
+    ratio["met"] = None if value is None else checks[op](value, float(number))
+    return ratio
 
 
 def alternate(sides: list[str], rounds: int) -> list[tuple[int, str]]:
