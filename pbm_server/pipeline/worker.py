@@ -50,7 +50,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar, cast
 
@@ -94,8 +94,8 @@ _RCPTS = select(_INBOX.c.id, _INBOX.c.rcpt_tos).where(_INBOX.c.id.in_(bindparam(
 # mail) are shared with other rows; the bytes themselves: _BODY_RAW
 # the mail's bytes come with it, unless they are those of the body read last
 # (``cached``: Worker._read keeps the last mail whose bytes several rows share)
-_STORED = select(_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id,
-                 _BODY.c.rcpt_tos.is_not(None).label("shared"),
+_STORED = select(_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id, _INBOX.c.received_at,
+                 _BODY.c.rcpt_tos.label("reached"), _BODY.c.rcpt_tos.is_not(None).label("shared"),
                  type_coerce(case((_INBOX.c.body_id == bindparam("cached"), None), else_=_BODY.c.raw),
                              _BODY.c.raw.type).label("raw")).join_from(
     _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
@@ -107,6 +107,9 @@ _CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from, _INBOX.c.body_id, _BOD
 _SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key.in_([bindparam("key"), bindparam("legacy")]),
                                   _INBOX.c.id != bindparam("id"), _INBOX.c.status != "new").limit(1)
 _FINISH = _INBOX.update().where(_INBOX.c.id == bindparam("row_id"))
+# the row of a mail handled: written only while it is still new (another
+# worker's, had it got there first: then nothing of this handling stands)
+_FINISH_NEW = _INBOX.update().where(_INBOX.c.id == bindparam("row_id"), _INBOX.c.status == "new")
 _TRIES = select(_INBOX.c.tries).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 _TRY = _INBOX.update().where(_INBOX.c.id == bindparam("row_id")).values(tries=_INBOX.c.tries + bindparam("add"))
 
@@ -149,6 +152,14 @@ class Prepared:
     legacy_dedup: str
     #: a command mail's work for the execute stage (None: another kind)
     work: CommandWork | None = None
+    #: its inbox row as the read found it (new): the write transaction's
+    #: InboxRow without a SELECT of its own (Worker.handle)
+    stored: InboxRow | None = None
+    #: the copy of it handled before (None: none), looked for while this
+    #: worker held its route (``copy_known``), so that no copy could be
+    #: handled between that look and this mail's commit
+    copy_of: int | None = None
+    copy_known: bool = False
 
     @property
     def actor(self) -> Actor:
@@ -167,6 +178,11 @@ class Prepared:
         """The game the mail's lines go to, or the kind of game they make."""
         where = self.routed.route if self.routed is not None else None
         return where if isinstance(where, (ToGame, NewGameOf)) else None
+
+
+class _TakenElsewhere(Exception):
+    """The mail's row was no longer new when its handling was written: another
+    worker handled it; this handling is rolled back."""
 
 
 class _MailFault(Exception):
@@ -386,6 +402,9 @@ class Worker(Poller):
             with self.db.write(keys=keys, world=world) as s:
                 row = self.handle(s, prep)
             self.states.keep()
+        except _TakenElsewhere:
+            self.states.drop()  # another worker handled it: nothing of this stands
+            return
         except Exception as exc:
             self._failed(self.in_hand, exc)
             return
@@ -409,10 +428,15 @@ class Worker(Poller):
             self._back_off(inbox_id, exc)  # not even that could be written
 
     def handle(self, s: Session, prep: Prepared) -> InboxRow | None:
-        """Execute and reply, in the caller's write transaction: claim the row
-        (None if another worker has it), drop a redelivered copy, run the
-        commands, queue the answer, mark the row."""
-        row = self.claim(s, prep.inbox_id)
+        """Execute and reply, in the caller's write transaction: the row as
+        the mail's read found it (or claimed now: None if another worker has
+        it), a redelivered copy dropped, the commands run, the answer queued,
+        the row marked -- only if it is still new, else _TakenElsewhere rolls
+        the handling back."""
+        if prep.stored is not None:  # as the read found it; finish checks it is still new
+            row: InboxRow | None = replace(prep.stored, reached=list(prep.stored.reached))
+        else:
+            row = self.claim(s, prep.inbox_id)
         if row is None:
             return None  # another worker got it first
         now = clock.now()
@@ -420,7 +444,8 @@ class Worker(Poller):
             answer = self.executor.execute(s, row, prep.kind, prep.mail, prep.work, now)
             if answer is not None and prep.work is not None:
                 self.replier.send(s, row, prep.mail, prep.work, answer, now)
-        self.finish(s, row)
+        if not self.finish(s, row):
+            raise _TakenElsewhere(f"mail {row.id} was handled by another worker meanwhile")
         failpoint = self.settings.failpoint
         if failpoint.startswith(FAILPOINT_KILL_UNCOMMITTED) and \
                 prep.mail.subject == failpoint[len(FAILPOINT_KILL_UNCOMMITTED):]:
@@ -487,6 +512,8 @@ class Worker(Poller):
 
         def head(s: Session, inbox_id: int) -> _Head | None:
             found = self._prepare_head(s, inbox_id, authenticate=False)
+            if found is not None:  # this worker holds the mail's route (pick)
+                self._look_for_copy(s, found.prep)
             if found is not None and found.text is not None and found.prep.mail.from_addr not in senders:
                 senders.add(found.prep.mail.from_addr)
                 found.auth = self._begin_authentication(s, found)
@@ -684,7 +711,17 @@ class Worker(Poller):
         if not self.count_try(inbox_id):
             return None
         with self.db.read() as s:
-            return self._prepare(s, inbox_id)
+            prep = self._prepare(s, inbox_id)
+            if prep is not None and held is not None:
+                self._look_for_copy(s, prep)
+            return prep
+
+    def _look_for_copy(self, s: Session, prep: Prepared) -> None:
+        """Look for a copy handled before, while this worker holds the mail's
+        route: a later copy (the same recipient: the same route) waits for
+        this one, so none can be handled before this mail commits; the write
+        transaction then asks nothing (Worker.duplicate)."""
+        prep.copy_of, prep.copy_known = self.copy_of(s, prep), True
 
     # -- tries ---------------------------------------------------------------------
     def count_try(self, inbox_id: int) -> bool:
@@ -764,7 +801,9 @@ class Worker(Poller):
         if failpoint.startswith(FAILPOINT_KILL) and mail.subject == failpoint[len(FAILPOINT_KILL):]:
             os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would, while the mail is in hand
         kind = classify(raw, envelope_from, rcpts, mail, self.settings, lambda: self._read_bounce_key(s))
-        head = _Head(Prepared(inbox_id, mail, kind, recipient_key(mail_key, rcpts, self.settings.domain), mail_key))
+        head = _Head(Prepared(inbox_id, mail, kind, recipient_key(mail_key, rcpts, self.settings.domain), mail_key,
+                              stored=InboxRow(inbox_id, stored.received_at, envelope_from, body_id=stored.body_id,
+                                              reached=list(stored.reached or []))))
         if isinstance(kind, CommandMail):  # only a command mail has lines and a sender to prove
             head.text = read_commands(s, mail, self.settings.domain)
             if authenticate:
@@ -834,18 +873,27 @@ class Worker(Poller):
         the row says so and nothing else is done)."""
         row.dedup_key = prep.dedup
         row.processed_at = now
-        dup = s.connection().execute(_SAME, {"key": prep.dedup, "legacy": prep.legacy_dedup, "id": row.id}).scalar()
+        dup = prep.copy_of if prep.copy_known else Worker.copy_of(s, prep)
         if dup is None:
             return False
         row.status, row.note = "duplicate", f"same Message-ID, content and recipient as mail {dup}"
         return True
 
     @staticmethod
-    def finish(s: Session, row: InboxRow) -> None:
-        """What became of the mail, written in the same transaction."""
-        s.connection().execute(_FINISH, {
+    def copy_of(s: Session, prep: Prepared) -> int | None:
+        """The copy of the mail handled before, if any."""
+        found: int | None = s.connection().execute(
+            _SAME, {"key": prep.dedup, "legacy": prep.legacy_dedup, "id": prep.inbox_id}).scalar()
+        return found
+
+    @staticmethod
+    def finish(s: Session, row: InboxRow) -> bool:
+        """What became of the mail, written in the same transaction; False
+        (nothing written) if the row is no longer new."""
+        done = s.connection().execute(_FINISH_NEW, {
             "row_id": row.id, "status": row.status, "note": row.note, "dedup_key": row.dedup_key,
             "processed_at": row.processed_at, "seed": row.seed, "game_id": row.game_id})
+        return bool(done.rowcount)
 
     # -- shunt -------------------------------------------------------------------
     def shunt(self, inbox_id: int, exc: Exception) -> bool:

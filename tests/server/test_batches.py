@@ -343,3 +343,25 @@ def test_a_batch_still_holds_a_same_seed_rollback_and_begins_a_ready_check(four_
     assert "no orders are taken until round 1 has run again" in text_of, text_of
     asked = [m for m in to_p1 if b"are you ready?" in m]
     assert phase == "open" and len(asked) == 1, [m[:300] for m in to_p1]
+
+
+def test_a_mail_another_worker_handled_meanwhile_leaves_nothing_of_a_second_handling(four_games):
+    """The write transaction takes the mail's row as its read found it and
+    marks it done only while it is still new: a worker that prepared a mail
+    which another worker then handled (a tool's call, holding no route)
+    leaves no second join, no second reply, and sets nothing aside."""
+    import time
+
+    pbm = four_games
+    with _worker(pbm) as (db, worker), _worker(pbm) as (_, other):
+        (mail,) = store_messages(db, [_join(pbm, 0, "b1")])
+        prep = worker.prepare(mail)
+        assert prep is not None and prep.stored is not None
+        assert other.run_once()  # the other worker handles it first
+        replies = _replies(db)
+        worker._commit_one(prep, set(), time.monotonic())
+        assert _status(db)[mail] == "done"
+        assert _replies(db) == replies == {mail: "p0@example.org"}
+        with db.engine.connect() as c:
+            assert c.execute(text("SELECT count(*) FROM outbox")).scalar() == 1
+    assert _players(pbm, "b1") == ["p0"]
