@@ -54,6 +54,7 @@ from email.utils import parseaddr
 from typing import Protocol
 
 from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 
 from games.base import Result
@@ -438,8 +439,8 @@ def hold_note(s: Session, address: str, now: datetime, mail: str, proven: bool) 
     """What the reply to a mail from ``address`` says of a hold on it (None:
     there is none).  The hold is lifted only if the mail ``proven`` its
     sender (a password or a code): a From is no proof, anyone can write it."""
-    if s.connection().execute(_HELD, {"address": address.lower()}).first() is None:
-        return None  # the common case, one plain SELECT
+    if _known_unheld(s, address) or s.connection().execute(_HELD, {"address": address.lower()}).first() is None:
+        return None  # the common case: the batch's look, or one plain SELECT
     if proven:
         lift_hold(s, address, now, "system", f"{mail} came from it with a password or a code")
         return ("Mail from the server to your address had bounced, so it had stopped writing to you. "
@@ -447,6 +448,32 @@ def hold_note(s: Session, address: str, now: datetime, mail: str, proven: bool) 
     return ("Mail from the server to your address bounced repeatedly, so it is not writing to it. This mail did "
             "not change that: only a mail with your $$password$$ (or a confirm code) from this address does, "
             "since anyone can put an address in a From line.")
+
+
+def look_ahead(s: Session, addresses: list[str]) -> None:
+    """Which of a worker batch's senders are held, for all of them with one
+    SELECT: :func:`hold_note` then asks nothing for them."""
+    wanted = sorted({a.lower() for a in addresses if a})
+    if wanted:
+        held = set(s.connection().execute(_HELD_AMONG, {"addresses": wanted}).scalars())
+        s.info[_NOT_HELD] = {a for a in wanted if a not in held}
+
+
+def _known_unheld(s: Session, address: str) -> bool:
+    """The batch's look says ``address`` is not held, and no hold made since
+    is in the session (a hold is made only as an ORM object: _maybe_hold)."""
+    unheld: set[str] | None = s.info.get(_NOT_HELD)
+    key = address.lower()
+    if unheld is None or key not in unheld:
+        return False
+    made = sa_inspect(MailHold).identity_key_from_primary_key((key,))
+    return made not in s.identity_map and not any(isinstance(o, MailHold) for o in s.new)
+
+
+#: Session.info key: the batch's senders known not to be held (look_ahead)
+_NOT_HELD = "pbm_senders_not_held"
+_HELD_AMONG = select(table(MailHold).c.address).where(
+    table(MailHold).c.address.in_(bindparam("addresses", expanding=True)))
 
 
 def lift_hold(s: Session, address: str, now: datetime, actor: str, why: str) -> bool:

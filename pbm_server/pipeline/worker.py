@@ -618,10 +618,12 @@ class Worker(Poller):
         try:
             with self.db.write(keys=keys, world=SHARED) as s:
                 # one SELECT for the batch's games, two for the states not in memory,
-                # two for what every game's mail asks (rolled back? a ready check?)
+                # two for what every game's mail asks (rolled back? a ready check?),
+                # one for what every sender's reply asks (held for bounces?)
                 games = load_games(s, self._games_of(preps))
                 preload_states(s, self.states.stale(games))
                 turns.look_ahead(s, [g.id for g in games])
+                bounces.look_ahead(s, [p.mail.from_addr for p in preps])
                 for prep in preps:
                     self.in_hand = prep.inbox_id
                     try:

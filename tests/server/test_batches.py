@@ -314,11 +314,13 @@ def test_delivery_takes_twenty_replies_a_pass_while_mail_streams_in(pbm_stopped)
 
 
 def test_a_batch_still_holds_a_same_seed_rollback_and_begins_a_ready_check(four_games):
-    """What a batch looks up for all its games at once (turns.look_ahead:
-    which were rolled back, which have a ready check) answers each game's
-    mail as a lookup of its own would: in one batch, an order to a game whose
-    round was rolled back with its seed is refused, and the join that takes
-    another game's last seat begins that game's ready check."""
+    """What a batch looks up for all its games and senders at once
+    (turns.look_ahead: which were rolled back, which have a ready check;
+    bounces.look_ahead: which senders are held) answers each mail as a lookup
+    of its own would: in one batch, an order to a game whose round was rolled
+    back with its seed is refused, the join that takes another game's last
+    seat begins that game's ready check, and a held sender's join with its
+    password lifts the hold and says so."""
     pbm = four_games
     with _worker(pbm) as (db, worker):
         for n in (0, 1):
@@ -329,10 +331,19 @@ def test_a_batch_still_holds_a_same_seed_rollback_and_begins_a_ready_check(four_
     pbm.cli("game", "set", "b2", "seats=1", "ready=48h")
     order = pbm.build("p0@example.org", "b1", "$$batch-pass-0$$\nGIVE 1 TO p1")
     with _worker(pbm) as (db, worker):
-        held, joined = store_messages(db, [(order["From"], [order["To"]], bytes(order)), _join(pbm, 1, "b2")])
-        assert worker.run_once()  # one pass, both mails
+        with db.engine.begin() as c:  # p3's address bounced: held
+            c.execute(text("INSERT INTO mail_holds (address, since, reason) "
+                           "VALUES ('p3@example.org', '2026-11-01 00:00:00', 'bounced')"))
+        held, joined, unheld = store_messages(db, [(order["From"], [order["To"]], bytes(order)), _join(pbm, 1, "b2"),
+                                                   _join(pbm, 3, "b4")])
+        assert worker.run_once()  # one pass, all three mails
         status = _status(db)
-        assert status[held] == status[joined] == "done"
+        assert status[held] == status[joined] == status[unheld] == "done"
+        with db.engine.connect() as c:
+            back = c.execute(text("SELECT raw FROM outbox WHERE inbound_id = :i"), {"i": unheld}).scalar()
+        welcome = BytesParser(policy=policy.default).parsebytes(written_out(back)).get_body(("plain",)).get_content()
+        assert "you get the server's mail again from now on" in " ".join(welcome.split()), welcome
+        assert pbm.sql("SELECT count(*) FROM mail_holds")[0][0] == 0
         with db.engine.connect() as c:
             refusal = c.execute(text("SELECT raw FROM outbox WHERE inbound_id = :i"), {"i": held}).scalar()
             phase = c.execute(text("SELECT ready_phase FROM vote_settings JOIN games ON games.id = game_id "
