@@ -18,6 +18,7 @@ copy on SQLite, ``CREATE DATABASE ... TEMPLATE`` on PostgreSQL)."""
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -140,6 +141,10 @@ def _ephemeral_low() -> int:
         return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return 32768
+
+
+class _PortTaken(Exception):
+    """A port picked for the server was taken before the server bound it."""
 
 
 _ports = random.Random()  # seeded from the OS: each xdist worker picks its own
@@ -375,26 +380,59 @@ class PbmServer:
 
     # -- process ----------------------------------------------------------------
     def start(self, *without: str):
+        """Start the server; if a port picked at set-up was taken meanwhile (by
+        a server of the suite running beside this one: ports are picked
+        free, not held, until the server binds them), again on new ports."""
+        for attempt in range(4):
+            try:
+                return self._start(without)
+            except _PortTaken:
+                if attempt == 3:
+                    raise
+                self._new_ports()
+        raise AssertionError("unreachable")
+
+    def _new_ports(self) -> None:
+        self.port, self.http_port = free_port(), free_port()
+        self.env["PBM_LISTEN"] = f"127.0.0.1:{self.port}"
+        self.env["PBM_HTTP_LISTEN"] = f"127.0.0.1:{self.http_port}"
+
+    def _start(self, without: tuple[str, ...]):
         if not self.process:
-            return self._start_here(without)
+            try:
+                return self._start_here(without)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise _PortTaken() from exc
+                raise
         args = [sys.executable, "-m", "pbm_server.running.cli", "serve"]
         for part in without:
             args += ["--without", part]
-        self.log = open(self.tmp / "serve.log", "ab")
+        path = self.tmp / "serve.log"
+        begun = path.stat().st_size if path.exists() else 0  # this start's lines come after
+        self.log = open(path, "ab")
         self.proc = subprocess.Popen(args, env=self.env, cwd=self.tmp, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         if "listener" in without:
             time.sleep(1.0)
             return self
+
+        def since() -> str:
+            with open(path, "rb") as f:
+                f.seek(begun)
+                return f.read().decode(errors="replace")
+
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("pbm serve exited:\n" + (self.tmp / "serve.log").read_text())
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("pbm serve did not start listening:\n" + (self.tmp / "serve.log").read_text())
+                if "address already in use" in since().lower():
+                    raise _PortTaken()
+                raise RuntimeError("pbm serve exited:\n" + path.read_text())
+            # its own word that it listens (printed once every port is bound):
+            # something else answering on the port proves nothing
+            if "pbm-server listening on" in since():
+                return self
+            time.sleep(0.05)
+        raise RuntimeError("pbm serve did not start listening:\n" + path.read_text())
 
     def _start_here(self, without: tuple[str, ...]):
         """The real Server in this process, its parts as threads."""

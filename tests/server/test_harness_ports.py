@@ -1,0 +1,36 @@
+"""The suite's harness: a server whose port was taken between the moment it
+was picked and the moment the server binds it (by a server of the other
+suite running beside this one in CI) starts on new ports, instead of the
+test failing with "address already in use"."""
+
+from __future__ import annotations
+
+import smtplib
+import socket
+
+
+def test_a_port_taken_before_the_server_binds_it_is_picked_again(pbm_stopped):
+    pbm = pbm_stopped
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", pbm.port))
+        squatter.listen()
+        taken = pbm.port
+        pbm.start()
+        assert pbm.port != taken
+        with smtplib.SMTP("127.0.0.1", pbm.port, timeout=10) as smtp:
+            code, _ = smtp.ehlo("test.example")
+        assert code == 250
+
+
+def test_the_same_for_a_server_in_a_process_of_its_own(pbm_stopped):
+    pbm = pbm_stopped
+    pbm.process = True
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", pbm.port))
+        squatter.listen()
+        taken = pbm.port
+        pbm.start()
+        assert pbm.port != taken
+        with smtplib.SMTP("127.0.0.1", pbm.port, timeout=10) as smtp:
+            code, _ = smtp.ehlo("test.example")
+        assert code == 250
