@@ -62,7 +62,7 @@ from pbm_server.base import clock, logs
 from pbm_server.base.settings import Settings
 from pbm_server.mail.headers import clean_text
 from pbm_server.store.db import Database
-from pbm_server.store.lookup import account_by_email, audit, server_key
+from pbm_server.store.lookup import account_by_email, audit, note_for_batch, noted_for_batch, server_key
 from pbm_server.store.models import Bounce, Game, MailHold, Membership, OutboundMail, table
 
 log = logging.getLogger(__name__)
@@ -456,15 +456,16 @@ def look_ahead(s: Session, addresses: list[str]) -> None:
     wanted = sorted({a.lower() for a in addresses if a})
     if wanted:
         held = set(s.connection().execute(_HELD_AMONG, {"addresses": wanted}).scalars())
-        s.info[_NOT_HELD] = {a for a in wanted if a not in held}
+        note_for_batch(s, _NOT_HELD, (a for a in wanted if a not in held))
 
 
 def _known_unheld(s: Session, address: str) -> bool:
     """The batch's look says ``address`` is not held, and no hold made since
     is in the session (a hold is made only as an ORM object: _maybe_hold)."""
-    unheld: set[str] | None = s.info.get(_NOT_HELD)
     key = address.lower()
-    if unheld is None or key not in unheld:
+    # not once: a sender writes to several games of a batch, and a hold is
+    # made only as an ORM object, which the session shows
+    if not noted_for_batch(s, _NOT_HELD, key, once=False):
         return False
     made = sa_inspect(MailHold).identity_key_from_primary_key((key,))
     return made not in s.identity_map and not any(isinstance(o, MailHold) for o in s.new)

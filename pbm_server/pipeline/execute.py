@@ -60,10 +60,9 @@ _HELD_ORDERS = select(_O.c.lines).where(_O.c.game_id == bindparam("game"), _O.c.
 @dataclass
 class InboxRow:
     """The inbox row of the mail in hand, as the write transaction sees and
-    changes it: read with the mail itself before the transaction (while new;
-    Worker.claim reads it for a mail prepared otherwise) and written back with
-    one UPDATE, only while still new, when it is done (Worker.finish), not as
-    an ORM object flushed three times."""
+    changes it: read with the mail itself before the transaction (while new)
+    and written back with one UPDATE, only while still new, when it is done
+    (Worker.finish), not as an ORM object flushed three times."""
 
     id: int
     received_at: datetime

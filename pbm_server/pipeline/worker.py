@@ -9,10 +9,11 @@ once, stage by stage (:meth:`Worker.process`):
   3. route (route.py): pbm@ -> server commands, NAME@ -> that game, a
      pbmserv-style line -> its kind's game (a new one if none); the game
      lines parsed, and their own credentials checked (``Sender.vouch``);
-  4. execute (execute.py), in ONE write transaction with 5: claim the row
-     (still "new"?), drop a redelivered copy, run the commands, put the
-     notices in the outbox;
-  5. reply (reply.py): the answer in the outbox; the row marked done.
+  4. execute (execute.py), in ONE write transaction with 5: drop a
+     redelivered copy (looked for while the mail's route was held), run the
+     commands, put the notices in the outbox;
+  5. reply (reply.py): the answer in the outbox; the row marked done, only
+     while still "new" (else another worker had it: everything rolls back).
 A crash before the commit leaves the row "new": it is handled again after the
 restart, and nothing of the first try remains.  A mail whose handling raises
 is "shunted": marked with its error, the GM is told (at most one summary an
@@ -50,7 +51,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar, cast
 
@@ -100,8 +101,6 @@ _STORED = select(_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id, _INBOX
                              _BODY.c.raw.type).label("raw")).join_from(
     _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 _BODY_RAW = select(_BODY.c.raw).where(_BODY.c.id == bindparam("body"))
-_CLAIM = select(_INBOX.c.received_at, _INBOX.c.mail_from, _INBOX.c.body_id, _BODY.c.rcpt_tos).join_from(
-    _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 # a copy handled before: the same key, or the mail's key without a recipient
 # (``legacy``), which rows stored before one row per recipient carry
 _SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key.in_([bindparam("key"), bindparam("legacy")]),
@@ -150,11 +149,12 @@ class Prepared:
     #: (:func:`recipient_key`), and the mail's key without the recipient
     dedup: str
     legacy_dedup: str
+    #: its inbox row as the read found it (new): the write transaction's
+    #: InboxRow, with no SELECT of its own (Worker.handle; Worker.finish
+    #: writes it back only while it is still new)
+    stored: InboxRow
     #: a command mail's work for the execute stage (None: another kind)
     work: CommandWork | None = None
-    #: its inbox row as the read found it (new): the write transaction's
-    #: InboxRow without a SELECT of its own (Worker.handle)
-    stored: InboxRow | None = None
     #: the copy of it handled before (None: none), looked for while this
     #: worker held its route (``copy_known``), so that no copy could be
     #: handled between that look and this mail's commit
@@ -409,8 +409,7 @@ class Worker(Poller):
             self._failed(self.in_hand, exc)
             return
         self._db_failures = 0
-        if row is not None:
-            self._log_handled(prep, row, (time.monotonic() - started) * 1000)
+        self._log_handled(prep, row, (time.monotonic() - started) * 1000)
 
     def _failed(self, inbox_id: int | None, exc: Exception) -> None:
         """The handling of ``inbox_id`` raised: a database fault leaves it new
@@ -427,18 +426,12 @@ class Worker(Poller):
         if inbox_id is not None and not self.shunt(inbox_id, exc):
             self._back_off(inbox_id, exc)  # not even that could be written
 
-    def handle(self, s: Session, prep: Prepared) -> InboxRow | None:
+    def handle(self, s: Session, prep: Prepared) -> InboxRow:
         """Execute and reply, in the caller's write transaction: the row as
-        the mail's read found it (or claimed now: None if another worker has
-        it), a redelivered copy dropped, the commands run, the answer queued,
-        the row marked -- only if it is still new, else _TakenElsewhere rolls
-        the handling back."""
-        if prep.stored is not None:  # as the read found it; finish checks it is still new
-            row: InboxRow | None = replace(prep.stored, reached=list(prep.stored.reached))
-        else:
-            row = self.claim(s, prep.inbox_id)
-        if row is None:
-            return None  # another worker got it first
+        the mail's read found it, a redelivered copy dropped, the commands
+        run, the answer queued, the row marked -- only if it is still new,
+        else _TakenElsewhere rolls the handling back (another worker had it)."""
+        row = prep.stored
         now = clock.now()
         if not self.duplicate(s, row, prep, now):
             answer = self.executor.execute(s, row, prep.kind, prep.mail, prep.work, now)
@@ -632,8 +625,7 @@ class Worker(Poller):
                         if is_transient(exc):
                             raise
                         raise _MailFault(prep.inbox_id) from exc
-                    if row is not None:
-                        done.append((prep, row))
+                    done.append((prep, row))
         except Exception as exc:
             self.states.drop()
             self._untry_all([p.inbox_id for p in preps])
@@ -803,9 +795,9 @@ class Worker(Poller):
         if failpoint.startswith(FAILPOINT_KILL) and mail.subject == failpoint[len(FAILPOINT_KILL):]:
             os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would, while the mail is in hand
         kind = classify(raw, envelope_from, rcpts, mail, self.settings, lambda: self._read_bounce_key(s))
-        head = _Head(Prepared(inbox_id, mail, kind, recipient_key(mail_key, rcpts, self.settings.domain), mail_key,
-                              stored=InboxRow(inbox_id, stored.received_at, envelope_from, body_id=stored.body_id,
-                                              reached=list(stored.reached or []))))
+        row = InboxRow(inbox_id, stored.received_at, envelope_from, body_id=stored.body_id,
+                       reached=list(stored.reached or []))
+        head = _Head(Prepared(inbox_id, mail, kind, recipient_key(mail_key, rcpts, self.settings.domain), mail_key, row))
         if isinstance(kind, CommandMail):  # only a command mail has lines and a sender to prove
             head.text = read_commands(s, mail, self.settings.domain)
             if authenticate:
@@ -860,15 +852,6 @@ class Worker(Poller):
         return self._bounce_key
 
     # -- the write transaction ---------------------------------------------------
-    @staticmethod
-    def claim(s: Session, inbox_id: int) -> InboxRow | None:
-        """The mail's row if it is still new (else another worker has it)."""
-        found = s.connection().execute(_CLAIM, {"id": inbox_id}).first()
-        if found is None:
-            return None
-        return InboxRow(inbox_id, found.received_at, found.mail_from, body_id=found.body_id,
-                        reached=list(found.rcpt_tos or []))
-
     @staticmethod
     def duplicate(s: Session, row: InboxRow, prep: Prepared, now: datetime) -> bool:
         """Whether the mail is a redelivered copy of one already handled (then

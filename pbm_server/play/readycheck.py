@@ -29,7 +29,7 @@ from pbm_server.base.localtime import show_time
 from pbm_server.play import roster, votesettings
 from pbm_server.play.gamestate import save_state, set_deadline
 from pbm_server.play.notices import Mailer, tell_players
-from pbm_server.store.lookup import audit
+from pbm_server.store.lookup import audit, note_for_batch, noted_for_batch
 from pbm_server.store.models import Account, Game, ReadySeat, VoteSettings, WaitingEntry
 
 
@@ -126,9 +126,7 @@ def _may_have_check(session: Session, game: Game) -> bool:
     key = sa_inspect(VoteSettings).identity_key_from_primary_key((game.id,))
     if key in session.identity_map or any(isinstance(o, VoteSettings) for o in session.new):
         return True
-    unchecked: set[int] | None = session.info.get(_WITHOUT_CHECK)
-    if unchecked is not None and game.id in unchecked:
-        unchecked.discard(game.id)  # the batch's look told; once, for the game's one mail
+    if noted_for_batch(session, _WITHOUT_CHECK, game.id):
         return False
     return bool(session.connection().execute(_READY_MINUTES, {"game": game.id}).scalar())
 
@@ -139,7 +137,7 @@ def look_ahead(session: Session, game_ids: list[int]) -> None:
     nothing (a settings row the mail itself makes is in the session and
     seen there)."""
     with_check = set(session.connection().execute(_WITH_CHECK, {"games": game_ids}).scalars())
-    session.info[_WITHOUT_CHECK] = {i for i in game_ids if i not in with_check}
+    note_for_batch(session, _WITHOUT_CHECK, (i for i in game_ids if i not in with_check))
 
 
 #: Session.info key: the batch's games known to have no ready check (look_ahead)

@@ -27,7 +27,7 @@ from pbm_server.play.ordercheck import order_blocks
 from pbm_server.play.roster import fill_seats
 from pbm_server.play.seeds import keep_rng, new_seed, seed_hash, turn_rng
 from pbm_server.play.vacations import absent_handles
-from pbm_server.store.lookup import audit
+from pbm_server.store.lookup import audit, note_for_batch, noted_for_batch
 from pbm_server.store.models import Account, Game, Order, Snapshot, TurnReport
 
 
@@ -312,9 +312,7 @@ def same_seed_hold(session: Session, game: Game) -> bool:
     and no autoflush: a rollback snapshot not yet flushed is flushed first)."""
     if any(isinstance(o, Snapshot) for o in session.new):
         session.flush()
-    never: set[int] | None = session.info.get(_NEVER_ROLLED_BACK)
-    if never is not None and game.id in never:
-        never.discard(game.id)  # the batch's look told; once, for the game's one mail
+    if noted_for_batch(session, _NEVER_ROLLED_BACK, game.id):
         return False
     conn = session.connection()
     # the common case in one lookup on (game_id, turn): no same-seed rollback to the open turn
@@ -336,7 +334,7 @@ def look_ahead(session: Session, game_ids: list[int]) -> None:
     if not game_ids:
         return
     rolled = set(session.connection().execute(_ROLLED_BACK, {"games": game_ids}).scalars())
-    session.info[_NEVER_ROLLED_BACK] = {i for i in game_ids if i not in rolled}
+    note_for_batch(session, _NEVER_ROLLED_BACK, (i for i in game_ids if i not in rolled))
     readycheck.look_ahead(session, game_ids)
 
 

@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.exc import IntegrityError
@@ -54,6 +55,26 @@ def load_games(session: Session, names: Iterable[str]) -> list[Game]:
     found = list(session.scalars(select(Game).where(Game.name.in_(wanted))).all())
     session.info[_LOADED] = {g.name: g for g in found}
     return found
+
+
+def note_for_batch(session: Session, key: str, members: Iterable[Any]) -> None:
+    """What one SELECT found for a whole worker batch (its games, its
+    senders), kept in the batch's session under ``key``: the members for which
+    a per-mail lookup may be skipped (:func:`noted_for_batch`)."""
+    session.info[key] = set(members)
+
+
+def noted_for_batch(session: Session, key: str, member: Any, once: bool = True) -> bool:
+    """Whether the batch's note ``key`` holds ``member`` (then the caller's
+    per-mail lookup is skipped); ``once``: the note answers for it only once
+    (a batch has one mail per game: a second question about the same game
+    asks the database again)."""
+    noted: set[Any] | None = session.info.get(key)
+    if noted is None or member not in noted:
+        return False
+    if once:
+        noted.discard(member)
+    return True
 
 
 def find_game(session: Session, name: str) -> Game | None:

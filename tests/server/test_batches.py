@@ -223,6 +223,12 @@ def test_a_batch_reads_the_game_states_it_lacks_with_two_selects(four_games):
     from_entries = [q for q in selects if q.startswith("SELECT") and "FROM state_entries" in q]
     documents = [q for q in selects if q.startswith("SELECT") and "FROM game_documents" in q]
     assert len(from_entries) == 1 and len(documents) == 1, (from_entries, documents)
+    # what every mail asks of its game and sender (a rollback? a ready check?
+    # a hold?) is asked once for the batch's four mails (turns.look_ahead,
+    # bounces.look_ahead), not once a mail
+    for table in ("snapshots", "vote_settings", "mail_holds"):
+        asked = [q for q in selects if q.startswith("SELECT") and f"FROM {table}" in q]
+        assert len(asked) == 1, (table, asked)
     for n, game in enumerate(GAMES):
         assert _players(pbm, game) == [f"p{n}", f"q{n}"]
 

@@ -8,23 +8,13 @@ from __future__ import annotations
 import smtplib
 import socket
 
+import pytest
 
-def test_a_port_taken_before_the_server_binds_it_is_picked_again(pbm_stopped):
+
+@pytest.mark.parametrize("own_process", [False, True], ids=["in-process", "own-process"])
+def test_a_port_taken_before_the_server_binds_it_is_picked_again(pbm_stopped, own_process):
     pbm = pbm_stopped
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", pbm.port))
-        squatter.listen()
-        taken = pbm.port
-        pbm.start()
-        assert pbm.port != taken
-        with smtplib.SMTP("127.0.0.1", pbm.port, timeout=10) as smtp:
-            code, _ = smtp.ehlo("test.example")
-        assert code == 250
-
-
-def test_the_same_for_a_server_in_a_process_of_its_own(pbm_stopped):
-    pbm = pbm_stopped
-    pbm.process = True
+    pbm.process = own_process
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", pbm.port))
         squatter.listen()
