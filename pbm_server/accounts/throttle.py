@@ -68,9 +68,12 @@ OK, WRONG, THROTTLED, UNCHECKED = "ok", "wrong", "throttled", "unchecked"
 UNLOCK_WORD = "unlock"
 
 _T = table(AuthThrottle)
-#: the counts of some keys (one plain statement, made once)
+#: the counts of up to three keys (one plain statement, made once): three
+#: plain parameters, not an expanding list, which SQLAlchemy would write into
+#: the statement's text afresh on every execution (a mail's costliest statement)
+_COUNT_KEYS = ("k0", "k1", "k2")
 _COUNTS = select(_T.c.key, _T.c.failures, _T.c.window_start, _T.c.blocked_until).where(
-    _T.c.key.in_(bindparam("keys", expanding=True)))
+    _T.c.key.in_([bindparam(k) for k in _COUNT_KEYS]))
 
 #: notify(session, account, blocked until): mail the owner an unlock code
 OnLockout = Callable[[Session, Account | Credentials, datetime], None]
@@ -264,11 +267,13 @@ class CredentialGate:
 
     # -- the table ---------------------------------------------------------------
     def _rows(self, keys: list[str]) -> dict[str, Any]:
+        # one to three keys: the first stands in for the ones not given
+        params = dict(zip(_COUNT_KEYS, keys + [keys[0]] * (len(_COUNT_KEYS) - len(keys)), strict=True))
         if self.session is not None:
-            rows = self.session.connection().execute(_COUNTS, {"keys": keys}).all()
+            rows = self.session.connection().execute(_COUNTS, params).all()
         else:
             with self.db.read() as s:
-                rows = s.connection().execute(_COUNTS, {"keys": keys}).all()
+                rows = s.connection().execute(_COUNTS, params).all()
         # failures counted so far, per key (a success resets only these)
         self._failures_seen.update({r.key: r.failures for r in rows})
         return {r.key: r for r in rows}

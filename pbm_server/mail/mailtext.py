@@ -180,13 +180,23 @@ def _parse(raw: bytes) -> tuple[EmailMessage, str | None]:
     own header block is checked against the caps (headers.py) before any of
     it is parsed; then its MIME parts are counted; then it is parsed, with
     its header text bounded by the policy's budget and its nesting checked."""
-    blank = _BLANK_LINE.search(raw)  # only the header block: the body is read once, below
+    # a mail with no multipart in it is parsed once, whole: the parser keeps
+    # the body of a part that is not multipart as it is, headers-only or not
+    # (a message/* or multipart one, which it would read on, is parsed again below)
+    single = _MULTIPART.search(raw) is None
+    blank = None if single else _BLANK_LINE.search(raw)  # else only the header block: the body is read once, below
     head = cast(EmailMessage, BytesParser(policy=reading_policy()).parsebytes(raw[:blank.end()] if blank else raw,
                                                                               headersonly=True))
     items = [(str(name), str(value)) for name, value in head.raw_items()]
     too_large = oversized(items)
     if too_large:
         return _kept(items, too_large), _too_large_note(too_large)
+    if single:
+        try:
+            if head.get_content_maintype() not in ("message", "multipart"):
+                return head, None
+        except HeaderBudgetSpent as exc:
+            return _kept(items, []), _budget_note(exc)
     nested = (f"this mail is nested too deeply: its MIME parts lie more than {MAX_DEPTH} levels within each other; "
               f"at most {MAX_DEPTH} levels are read.")
     if _nesting(raw) > MAX_DEPTH:
@@ -200,8 +210,12 @@ def _parse(raw: bytes) -> tuple[EmailMessage, str | None]:
     except RecursionError:
         pass
     except HeaderBudgetSpent as exc:
-        return _kept(items, []), f"its headers (its MIME parts' too) hold {exc}; send a simpler mail."
+        return _kept(items, []), _budget_note(exc)
     return _kept(items, []), nested
+
+
+def _budget_note(exc: HeaderBudgetSpent) -> str:
+    return f"its headers (its MIME parts' too) hold {exc}; send a simpler mail."
 
 
 def _too_large_note(too_large: list[tuple[str, str]]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import smtplib
 
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from games import KINDS as GAME_KINDS
 from games import get_rules
 from games.base import Command, Line
+from pbm_server.mail import mailtext
 from pbm_server.mail.mailtext import (
     PASSWORD_RE,
     automatic_reason,
@@ -94,6 +96,37 @@ def test_mail_parser_on_arbitrary_bytes(raw):
 @given(st.sampled_from(VALID_MAILS), st.randoms(use_true_random=False), st.integers(1, 40))
 def test_mail_parser_on_mutated_mails(raw, rng, rounds):
     check_mail(mutate(rng, raw, rounds))
+
+
+#: mails that no part of is multipart, as clients write them, and some that
+#: only look so (a message/rfc822 mail, a Content-Type the regex misses)
+SINGLE_MAILS = [m for m in VALID_MAILS if b"multipart" not in m] + [
+    b"From: eve@example.org\r\nTo: pbm@pbm.test\r\nContent-Type: text/plain; format=flowed; delsp=yes\r\n\r\n"
+    b"$$pw$$ \r\nGIVE 1 TO  \r\nbob\r\n",
+    b"From: fay@example.org\r\nTo: pbm@pbm.test\r\nContent-Type: text/html\r\n\r\n<b>help</b>\r\n",
+    b"From: gil@example.org\r\nTo: pbm@pbm.test\r\nContent-Type: message/rfc822\r\n\r\n"
+    b"From: x@example.org\r\nSubject: inner\r\n\r\nhelp\r\n",
+    b"From: hal@example.org\r\nTo: pbm@pbm.test\r\nContent-Type:\r\n multipart/mixed; boundary=B\r\n\r\n"
+    b"--B\r\nContent-Type: text/plain\r\n\r\nhelp\r\n--B--\r\n",
+    b"From: ivy@example.org\r\nTo: pbm@pbm.test\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\r\n",
+]
+
+
+@FUZZ
+@given(st.sampled_from(SINGLE_MAILS), st.randoms(use_true_random=False), st.integers(0, 40))
+def test_a_mail_parsed_once_reads_as_when_parsed_in_two_steps(raw, rng, rounds):
+    """A mail with no multipart in it is parsed once, whole (mailtext._parse);
+    what is read of it is what the two steps (its header block, then the
+    whole mail) read of every mail make of it."""
+    raw = mutate(rng, raw, rounds)
+    once = read_mail(raw, "sender@example.org")
+    always = re.compile(rb"")  # every mail takes the two steps
+    kept, mailtext._MULTIPART = mailtext._MULTIPART, always
+    try:
+        twice = read_mail(raw, "sender@example.org")
+    finally:
+        mailtext._MULTIPART = kept
+    assert once == twice
 
 
 @FUZZ
