@@ -43,7 +43,7 @@ counts its guesses.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -54,7 +54,7 @@ from sqlalchemy.orm import Session
 from pbm_server.accounts.passwords import verify_password
 from pbm_server.base.settings import Settings
 from pbm_server.store.db import Database
-from pbm_server.store.lookup import Credentials, audit
+from pbm_server.store.lookup import Credentials, audit, note_rows_for_batch, noted_row
 from pbm_server.store.models import Account, AuthThrottle, table
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,11 @@ _COUNT_KEYS = ("k0", "k1", "k2")
 _COUNTS = select(_T.c.key, _T.c.failures, _T.c.window_start, _T.c.blocked_until).where(
     _T.c.key.in_([bindparam(k) for k in _COUNT_KEYS]))
 
+_COUNTS_OF = select(_T.c.key, _T.c.failures, _T.c.window_start, _T.c.blocked_until).where(
+    _T.c.key.in_(bindparam("keys", expanding=True)))
+#: Session.info key of the counts asked once for a worker batch (look_ahead)
+_AHEAD = "pbm_throttle_ahead"
+
 #: notify(session, account, blocked until): mail the owner an unlock code
 OnLockout = Callable[[Session, Account | Credentials, datetime], None]
 
@@ -89,6 +94,26 @@ def sender_key(address: str) -> str:
 
 def pair_key(handle: str, address: str) -> str:
     return "pair:" + handle.lower()[:64] + ":" + address.lower()[:300]
+
+
+def keys_of(handle: str | None, sender: str) -> list[str]:
+    """The counts a check of ``handle``'s password (None: no such account)
+    in mail from ``sender`` reads: the pair's, the sender's, the account's."""
+    if handle is None:
+        return [sender_key(sender)]
+    return [pair_key(handle, sender), sender_key(sender), account_key(handle)]
+
+
+def look_ahead(session: Session, checks: Iterable[tuple[str | None, str]]) -> None:
+    """The counts of a worker batch's password checks ((handle or None,
+    sender) each), read with one SELECT in the batch's read transaction: the
+    gates of that transaction (``session=``) then read none each.  Only the
+    gates' own writes change counts, and a gate that wrote reads afresh in a
+    new transaction (CredentialGate._record)."""
+    wanted = sorted({k for handle, sender in checks for k in keys_of(handle, sender)})
+    if wanted:
+        found = {r.key: r for r in session.connection().execute(_COUNTS_OF, {"keys": wanted})}
+        note_rows_for_batch(session, _AHEAD, wanted, found)
 
 
 def unlock_codes(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -211,8 +236,7 @@ class CredentialGate:
     def _refused(self, account: Account | Credentials | None, name: str, owner: bool) -> bool:
         """Is the check refused unrun?  (The note says why.)"""
         pair, by_sender = pair_key(name, self.sender), sender_key(self.sender)
-        keys = [by_sender] if account is None else [pair, by_sender, account_key(name)]
-        rows = self._rows(keys)
+        rows = self._rows(keys_of(None if account is None else name, self.sender))
         if owner and account is not None:
             until = _until(rows.get(pair), self.now)
             if until is None or self._unlocked(account):
@@ -269,7 +293,11 @@ class CredentialGate:
     def _rows(self, keys: list[str]) -> dict[str, Any]:
         # one to three keys: the first stands in for the ones not given
         params = dict(zip(_COUNT_KEYS, keys + [keys[0]] * (len(_COUNT_KEYS) - len(keys)), strict=True))
-        if self.session is not None:
+        noted = [noted_row(self.session, _AHEAD, k) for k in keys] if self.session is not None else []
+        rows: Sequence[Any]
+        if noted and all(known for known, _ in noted):  # the batch's look-ahead read them
+            rows = [row for _, row in noted if row is not None]
+        elif self.session is not None:
             rows = self.session.connection().execute(_COUNTS, params).all()
         else:
             with self.db.read() as s:

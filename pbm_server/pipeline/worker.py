@@ -53,12 +53,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
-from sqlalchemy import Integer, bindparam, case, select, type_coerce
+from sqlalchemy import Integer, bindparam, case, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from games.base import Actor
+from pbm_server.accounts import throttle
 from pbm_server.base import clock, logs
 from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
@@ -76,7 +77,7 @@ from pbm_server.play import turns
 from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.statecache import StateCache
 from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
-from pbm_server.store.lookup import Credentials, audit, load_games
+from pbm_server.store.lookup import Credentials, audit, credentials_ahead, credentials_by_email, games_ahead, load_games
 from pbm_server.store.models import Account, InboundBody, InboundMail, preload_states, table
 
 log = logging.getLogger(__name__)
@@ -101,10 +102,21 @@ _STORED = select(_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id, _INBOX
                              _BODY.c.raw.type).label("raw")).join_from(
     _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 _BODY_RAW = select(_BODY.c.raw).where(_BODY.c.id == bindparam("body"))
+# a batch's rows with one SELECT, and the bytes of their bodies up to
+# AHEAD_BODY_BYTES each with another (a larger one is read with its mail)
+_STORED_OF = select(_INBOX.c.id, _INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id, _INBOX.c.received_at,
+                    _BODY.c.rcpt_tos.label("reached"), _BODY.c.rcpt_tos.is_not(None).label("shared")).join_from(
+    _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)),
+                                                          _INBOX.c.status == "new")
+_BODIES = select(_BODY.c.id, _BODY.c.raw).where(_BODY.c.id.in_(bindparam("ids", expanding=True)),
+                                                func.length(_BODY.c.raw) <= bindparam("most", type_=Integer))
 # a copy handled before: the same key, or the mail's key without a recipient
 # (``legacy``), which rows stored before one row per recipient carry
 _SAME = select(_INBOX.c.id).where(_INBOX.c.dedup_key.in_([bindparam("key"), bindparam("legacy")]),
                                   _INBOX.c.id != bindparam("id"), _INBOX.c.status != "new").limit(1)
+# the copies handled before of a batch's mails, with one SELECT
+_SAME_OF = select(_INBOX.c.id, _INBOX.c.dedup_key).where(_INBOX.c.dedup_key.in_(bindparam("keys", expanding=True)),
+                                                         _INBOX.c.status != "new")
 _FINISH = _INBOX.update().where(_INBOX.c.id == bindparam("row_id"))
 # the row of a mail handled: written only while it is still new (another
 # worker's, had it got there first: then nothing of this handling stands)
@@ -192,6 +204,18 @@ class _MailFault(Exception):
     def __init__(self, inbox_id: int):
         super().__init__(f"mail {inbox_id} failed inside a batch")
         self.inbox_id = inbox_id
+
+
+class _Stored(NamedTuple):
+    """An inbox row as :data:`_STORED` reads it (Worker._stored_ahead)."""
+
+    mail_from: str
+    rcpt_tos: list[str] | None
+    body_id: int
+    received_at: datetime
+    reached: list[str] | None
+    shared: bool
+    raw: bytes | None
 
 
 @dataclass
@@ -456,8 +480,7 @@ class Worker(Poller):
         held = {key for _, key in picked}
         started = time.monotonic()
         try:
-            firsts = self._firsts(picked)
-            fresh, again = self._count_tries(firsts)
+            firsts, fresh, again = self._count_tries(picked)
         except Exception as exc:
             self._failed(None, exc)
             return
@@ -489,55 +512,119 @@ class Worker(Poller):
     #: interpreter lock, so a deadline rush of first mails uses every core
     PREPARE_THREADS = max(1, min(4, os.cpu_count() or 1))
 
+    #: a batch's bodies up to this size are read with one SELECT; a larger one
+    #: with its own mail (a batch never holds many large mails at once)
+    AHEAD_BODY_BYTES = 64 * 1024
+
     def _prepare_all(self, ids: list[int]) -> list[tuple[int, Prepared | None, Exception | None]]:
         """A batch's mails prepared; (id, what was prepared, what it raised).
-        In three passes: every mail up to its sender's password hash
-        (:meth:`_prepare_head`), the hashes back to back (side by side on
-        ``prepare_threads`` threads), then every mail's remaining stages
-        (:meth:`_prepare_tail`).  Between Argon2 runs, which sweep 19 MiB
-        through a core's caches, the Python stages would run cold, at about
-        half speed.  A mail from a sender seen earlier in the batch begins its
-        authentication only in its tail, in order: the throttle's counts it
-        reads must include the earlier mail's check (accounts/throttle.py),
-        and a tail after one whose check wrote them reads in a read
-        transaction begun after that write."""
+        In four passes: every mail read and classified (:meth:`_prepare_head`,
+        the batch's rows read with one SELECT), every command mail's
+        authentication begun up to its sender's password hash (what every
+        mail asks -- its copy handled before, its sender's account, the
+        throttle's counts -- asked once for the batch), the hashes back to
+        back (side by side on ``prepare_threads`` threads), then every mail's
+        remaining stages (:meth:`_prepare_tail`, the games asked once).
+        Between Argon2 runs, which sweep 19 MiB through a core's caches, the
+        Python stages would run cold, at about half speed.  A mail from a
+        sender seen earlier in the batch begins its authentication only in
+        its tail, in order: the throttle's counts it reads must include the
+        earlier mail's check (accounts/throttle.py), and a tail after one
+        whose check wrote them reads in a read transaction begun after that
+        write."""
+        ahead: dict[int, Any] = {}
+
+        def rows_ahead(s: Session, rest: list[int]) -> None:
+            ahead.clear()
+            ahead.update(self._stored_ahead(s, rest))
+
+        heads = self._each_read(ids, lambda s, i: self._prepare_head(s, i, authenticate=False, stored=ahead.pop(i, None)),
+                                before=rows_ahead)
+        read = {i: h for i, (h, _) in heads.items() if h is not None}
         senders: set[str] = set()
 
-        def head(s: Session, inbox_id: int) -> _Head | None:
-            found = self._prepare_head(s, inbox_id, authenticate=False)
-            if found is not None:  # this worker holds the mail's route (pick)
+        def begin(s: Session, inbox_id: int) -> _Head:
+            found = read[inbox_id]
+            if not found.prep.copy_known:  # this worker holds the mail's route (pick)
                 self._look_for_copy(s, found.prep)
-            if found is not None and found.text is not None and found.prep.mail.from_addr not in senders:
+            if found.text is not None and found.prep.mail.from_addr not in senders:
                 senders.add(found.prep.mail.from_addr)
                 found.auth = self._begin_authentication(s, found)
             return found
 
-        heads = self._each_read(ids, head)
-        self._hash_ahead([h for h, _ in heads.values() if h is not None and h.auth is not None
+        begun = self._each_read(list(read), begin, before=lambda s, rest: self._heads_ahead(s, [read[i] for i in rest]))
+        self._hash_ahead([h for h, _ in begun.values() if h is not None and h.auth is not None
                           and h.auth.check is not None])
-        ready = {i: h for i, (h, _) in heads.items() if h is not None}
+        ready = {i: h for i, (h, _) in begun.items() if h is not None}
         # after a tail whose checks wrote the throttle's counts, the next reads
         # them in a read transaction begun after the write (SQLite's reads see
         # the database as it was when their transaction began)
         tails = self._each_read(list(ready), lambda s, i: self._prepare_tail(s, ready[i]),
-                                wrote=lambda prep: prep.work is not None and prep.work.sender.gate.wrote)
-        return [(i, *tails[i]) if i in tails else (i, None, heads[i][1]) for i in ids]
+                                wrote=lambda prep: prep.work is not None and prep.work.sender.gate.wrote,
+                                before=lambda s, rest: self._tails_ahead(s, [ready[i] for i in rest]))
+        faults = {i: e for i, (_, e) in (*heads.items(), *begun.items()) if e is not None}
+        return [(i, *tails[i]) if i in tails else (i, None, faults.get(i)) for i in ids]
+
+    def _stored_ahead(self, s: Session, ids: list[int]) -> dict[int, Any]:
+        """The rows of ``ids`` still new, by id, as :meth:`_prepare_head`
+        reads one (``raw`` None: read with the mail, or the body read last)."""
+        conn = s.connection()
+        rows = conn.execute(_STORED_OF, {"ids": ids}).all()
+        cached = self._last_read[0] if self._last_read is not None else -1
+        wanted = sorted({r.body_id for r in rows} - {cached})
+        bodies = dict(conn.execute(_BODIES, {"ids": wanted, "most": self.AHEAD_BODY_BYTES}).all()) if wanted else {}
+        return {r.id: _Stored(r.mail_from, r.rcpt_tos, r.body_id, r.received_at, r.reached, r.shared,
+                              bodies.get(r.body_id)) for r in rows}
+
+    def _heads_ahead(self, s: Session, heads: list[_Head]) -> None:
+        """What the heads' authentication asks of every mail, asked once: the
+        copies handled before, the senders' accounts, the throttle's counts."""
+        preps = [h.prep for h in heads if not h.prep.copy_known]
+        if len(preps) > 1:
+            keys = sorted({k for p in preps for k in (p.dedup, p.legacy_dedup)})
+            handled = s.connection().execute(_SAME_OF, {"keys": keys}).all()
+            for p in preps:
+                p.copy_of = next((i for i, k in handled if k in (p.dedup, p.legacy_dedup) and i != p.inbox_id), None)
+                p.copy_known = True
+        self._senders_ahead(s, heads)
+
+    def _tails_ahead(self, s: Session, heads: list[_Head]) -> None:
+        """What the tails ask of every mail, asked once: the games' names and
+        kinds, and for the mails whose authentication begins in the tail (a
+        sender's second mail in the batch) the senders' accounts and counts."""
+        games = [kind.local for h in heads if isinstance(kind := h.prep.kind, CommandMail) and kind.local != "pbm"]
+        if len(games) > 1:
+            games_ahead(s, games)
+        self._senders_ahead(s, [h for h in heads if h.auth is None])
+
+    @staticmethod
+    def _senders_ahead(s: Session, heads: list[_Head]) -> None:
+        asking = [h.prep.mail.from_addr for h in heads if h.text is not None and h.text.passwords]
+        if len(asking) > 1:
+            credentials_ahead(s, asking)
+            throttle.look_ahead(s, [(account.handle, sender) for sender in set(asking)
+                                    if (account := credentials_by_email(s, sender)) is not None])
 
     def _each_read(self, ids: list[int], step: Callable[[Session, int], _T],
-                   wrote: Callable[[_T], bool] = lambda _: False) -> dict[int, tuple[_T | None, Exception | None]]:
+                   wrote: Callable[[_T], bool] = lambda _: False,
+                   before: Callable[[Session, list[int]], None] | None = None,
+                   ) -> dict[int, tuple[_T | None, Exception | None]]:
         """``step`` for each mail, in one read transaction (each begun costs
         about a quarter of a millisecond): (what it gave, what it raised) by
         id.  After a step that ``wrote`` (judged by what it gave), the next
         mail goes on in a new one, which sees that write; so does it after a
         step that raised, which may have written before it raised, or met a
         database error that spoilt the transaction (PostgreSQL refuses the
-        rest of it)."""
+        rest of it).  ``before``: run first in each transaction, given the
+        mails left (what the steps ask of every mail, asked once for them)."""
         out: dict[int, tuple[_T | None, Exception | None]] = {}
         rest = list(ids)
         while rest:
             left = len(rest)
             try:
                 with self.db.read() as s:
+                    if before is not None:
+                        before(s, rest)
                     while rest:
                         inbox_id = rest.pop(0)
                         try:
@@ -573,28 +660,27 @@ class Worker(Poller):
             self._preparers = ThreadPoolExecutor(self.prepare_threads, thread_name_prefix="prepare")
         list(self._preparers.map(run, heads))
 
-    def _firsts(self, picked: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        """Under the routes' keys: each route's oldest waiting mail (one read)."""
-        out: list[tuple[int, str]] = []
-        with self.db.read() as s:
-            waiting = self.waiting(upto=max(i for i, _ in picked), session=s)
-        for candidate, key in picked:
-            first = next((i for i, k in waiting if k == key and i <= candidate), None)
-            if first is not None:
-                out.append((first, key))
-        return out
-
-    def _count_tries(self, firsts: list[tuple[int, str]]) -> tuple[list[int], list[tuple[int, str]]]:
-        """Count a try of each mail never started before, in one commit; the
-        others (started before, never finished) are returned to go alone."""
-        ids = [i for i, _ in firsts]
+    def _count_tries(self, picked: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[int], list[tuple[int, str]]]:
+        """Under the routes' keys, in one commit: each route's oldest waiting
+        mail (``firsts``), and a try counted of each of them never started
+        before (``fresh``); the others (started before, never finished) are
+        returned to go alone (``again``)."""
         with self.db.write(world=SHARED) as s:
+            waiting = self.waiting(upto=max(i for i, _ in picked), session=s)
+            firsts: list[tuple[int, str]] = []
+            for candidate, key in picked:
+                first = next((i for i, k in waiting if k == key and i <= candidate), None)
+                if first is not None:
+                    firsts.append((first, key))
+            if not firsts:
+                return [], [], []
             conn = s.connection()
+            ids = [i for i, _ in firsts]
             tries: dict[int, int] = {i: t for i, t in conn.execute(_TRIES_OF, {"ids": ids})}
             fresh = [i for i in ids if tries.get(i) == 0]
             if fresh:
                 conn.execute(_TRY_EACH, {"ids": fresh, "add": 1})
-        return fresh, [(i, k) for i, k in firsts if (tries.get(i) or 0) > 0]
+        return firsts, fresh, [(i, k) for i, k in firsts if (tries.get(i) or 0) > 0]
 
     def _commit_batch(self, preps: list[Prepared], route_of: dict[int, str], started: float) -> None:
         """The write transaction of a batch.  A database fault ends the whole
@@ -781,12 +867,15 @@ class Worker(Poller):
         head = self._prepare_head(s, inbox_id)
         return None if head is None else self._prepare_tail(s, head)
 
-    def _prepare_head(self, s: Session, inbox_id: int, authenticate: bool = True) -> _Head | None:
+    def _prepare_head(self, s: Session, inbox_id: int, authenticate: bool = True,
+                      stored: Any = None) -> _Head | None:
         """The stages up to the sender's password hash: the mail read and
         classified, a command mail's lines read and its authentication begun
-        (``authenticate=False``: not even that, it begins in the tail)."""
-        cached = self._last_read[0] if self._last_read is not None else -1
-        stored = s.connection().execute(_STORED, {"id": inbox_id, "cached": cached}).first()
+        (``authenticate=False``: not even that, it begins later).  ``stored``:
+        its row as the batch's read found it (:meth:`_stored_ahead`)."""
+        if stored is None:
+            cached = self._last_read[0] if self._last_read is not None else -1
+            stored = s.connection().execute(_STORED, {"id": inbox_id, "cached": cached}).first()
         if stored is None:
             return None
         envelope_from, rcpts = stored.mail_from, list(stored.rcpt_tos or [])

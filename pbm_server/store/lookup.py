@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.exc import IntegrityError
@@ -77,6 +77,22 @@ def noted_for_batch(session: Session, key: str, member: Any, once: bool = True) 
     return True
 
 
+def note_rows_for_batch(session: Session, key: str, asked: Iterable[Any], found: dict[Any, Any]) -> None:
+    """What one SELECT found for a whole worker batch, kept in the batch's
+    read transaction under ``key``: for each member asked, its row (None:
+    there is none); a per-mail lookup takes it from there (:func:`noted_row`)."""
+    session.info[key] = {m: found.get(m) for m in asked}
+
+
+def noted_row(session: Session, key: str, member: Any) -> tuple[bool, Any]:
+    """(True, the row or None) if the batch's note ``key`` answers for
+    ``member``; (False, None) if the caller must ask the database."""
+    noted: dict[Any, Any] | None = session.info.get(key)
+    if noted is None or member not in noted:
+        return False, None
+    return True, noted[member]
+
+
 def find_game(session: Session, name: str) -> Game | None:
     loaded: dict[str, Game] | None = session.info.get(_LOADED)
     if loaded is not None:
@@ -88,13 +104,31 @@ def find_game(session: Session, name: str) -> Game | None:
 
 def game_name_kind(session: Session, name: str) -> tuple[str, str] | None:
     """(name, kind) of the game named ``name``, or None: one plain SELECT on
-    the transaction's connection, for the worker's look before it writes."""
+    the transaction's connection, for the worker's look before it writes
+    (none if :func:`games_ahead` asked for the batch)."""
+    known, noted = noted_row(session, _NAMES_AHEAD, name.lower())
+    if known:
+        return cast("tuple[str, str] | None", noted)
     found = session.connection().execute(_NAME_KIND, {"name": name.lower()}).first()
     return None if found is None else (found.name, found.kind)
 
 
+def games_ahead(session: Session, names: Iterable[str]) -> None:
+    """(name, kind) of the games ``names``, asked once for a worker batch's
+    mails (their recipients' local parts): :func:`game_name_kind` then asks
+    nothing in this read transaction."""
+    wanted = sorted({n.lower() for n in names})
+    if wanted:
+        found = {r.name: (r.name, r.kind) for r in session.connection().execute(_NAME_KINDS, {"names": wanted})}
+        note_rows_for_batch(session, _NAMES_AHEAD, wanted, found)
+
+
 _G = table(Game)
 _NAME_KIND = select(_G.c.name, _G.c.kind).where(_G.c.name == bindparam("name"))
+_NAME_KINDS = select(_G.c.name, _G.c.kind).where(_G.c.name.in_(bindparam("names", expanding=True)))
+#: Session.info keys of the batch look-aheads (games_ahead, credentials_ahead)
+_NAMES_AHEAD = "pbm_game_names_ahead"
+_CREDENTIALS_AHEAD = "pbm_credentials_ahead"
 
 
 def account_by_handle(session: Session, handle: str) -> Account | None:
@@ -133,9 +167,26 @@ _A = table(Account)
 _BY_EMAIL = select(_A.c.id, _A.c.handle, _A.c.email, _A.c.password_hash).where(_A.c.email == bindparam("email"))
 
 
+_BY_EMAILS = select(_A.c.id, _A.c.handle, _A.c.email, _A.c.password_hash).where(
+    _A.c.email.in_(bindparam("emails", expanding=True)))
+
+
 def credentials_by_email(session: Session, email: str) -> Credentials | None:
+    known, noted = noted_row(session, _CREDENTIALS_AHEAD, email.lower())
+    if known:
+        return cast("Credentials | None", noted)
     found = session.connection().execute(_BY_EMAIL, {"email": email.lower()}).first()
     return None if found is None else Credentials(*found)
+
+
+def credentials_ahead(session: Session, emails: Iterable[str]) -> None:
+    """The accounts of the addresses ``emails``, asked once for a worker
+    batch's senders: :func:`credentials_by_email` then asks nothing in this
+    read transaction."""
+    wanted = sorted({e.lower() for e in emails})
+    if wanted:
+        found = {r.email: Credentials(*r) for r in session.connection().execute(_BY_EMAILS, {"emails": wanted})}
+        note_rows_for_batch(session, _CREDENTIALS_AHEAD, wanted, found)
 
 
 def account_by_email(session: Session, email: str) -> Account | None:

@@ -199,7 +199,8 @@ def test_a_batch_reads_the_game_states_it_lacks_with_two_selects(four_games):
     moved the games on) reads its batch's game documents and their entries
     with one SELECT each for the whole batch, not one of each per game; the
     states it builds are the ones the games have: each second join lands
-    beside the first (kept as an entry over the document)."""
+    beside the first (kept as an entry over the document).  What every mail
+    asks before its write transaction is asked once for the batch too."""
     from sqlalchemy import event
 
     pbm = four_games
@@ -229,6 +230,13 @@ def test_a_batch_reads_the_game_states_it_lacks_with_two_selects(four_games):
     for table in ("snapshots", "vote_settings", "mail_holds"):
         asked = [q for q in selects if q.startswith("SELECT") and f"FROM {table}" in q]
         assert len(asked) == 1, (table, asked)
+    # and so is what every mail's reading, routing and password check asks:
+    # its row and bytes, a copy handled before, its sender's account, the
+    # throttle's counts, its game's name and kind (Worker._prepare_all)
+    for part in ("inbox.mail_from", "FROM inbox_bodies WHERE", "inbox.dedup_key IN", "FROM accounts WHERE accounts.email",
+                 "FROM auth_throttle", "SELECT games.name, games.kind FROM games"):
+        asked = [q for q in selects if q.startswith("SELECT") and part in q]
+        assert len(asked) == 1, (part, asked)
     for n, game in enumerate(GAMES):
         assert _players(pbm, game) == [f"p{n}", f"q{n}"]
 
@@ -382,3 +390,37 @@ def test_a_mail_another_worker_handled_meanwhile_leaves_nothing_of_a_second_hand
         with db.engine.connect() as c:
             assert c.execute(text("SELECT count(*) FROM outbox")).scalar() == 1
     assert _players(pbm, "b1") == ["p0"]
+
+
+def test_what_a_batch_asks_once_answers_each_mail_as_alone(four_games):
+    """The batch's look-aheads (Worker._prepare_all: copies handled before,
+    senders' accounts, the throttle's counts, the games' names) give each
+    mail the answer it would get alone: a redelivered copy is a duplicate, a
+    sender blocked by failed checks is refused unchecked, a stranger is
+    answered as one, a mail to no game is told so -- and the others' joins
+    stand, all in one batch."""
+    pbm = four_games
+    first = _join(pbm, 0, "b1")
+    wrong = pbm.build("p1@example.org", "b2", "JOIN\n$$not-my-password$$")
+    with _worker(pbm, PBM_AUTH_MAX_FAILURES="1") as (db, worker):
+        done = store_messages(db, [first, (wrong["From"], [wrong["To"]], bytes(wrong))])
+        assert worker.run_once()
+        assert _status(db) == {i: "done" for i in done}
+        stranger = pbm.build("nobody@example.org", "b3", "JOIN\n$$batch-pass-2$$")
+        nowhere = pbm.build("p3@example.org", "nosuchgame", "JOIN\n$$batch-pass-3$$")
+        copy, blocked, unknown, lost, joins = store_messages(db, [
+            first,  # the same mail again (an MTA's redelivery)
+            _join(pbm, 1, "b2"),  # the right password now, but p1's failure blocks it
+            (stranger["From"], [stranger["To"]], bytes(stranger)),
+            (nowhere["From"], [nowhere["To"]], bytes(nowhere)),
+            _join(pbm, 3, "b4"),
+        ])
+        assert worker.run_once()
+        status = _status(db)
+        assert status[copy] == "duplicate"
+        assert [status[i] for i in (blocked, unknown, lost, joins)] == ["done"] * 4
+        assert "Too many failed password attempts for p1 from p1@example.org" in _reply_text(db, blocked)
+        assert "nosuchgame" in _reply_text(db, lost)
+        assert copy not in _replies(db)
+    assert _players(pbm, "b1") == ["p0"] and _players(pbm, "b2") == [] and _players(pbm, "b3") == []
+    assert _players(pbm, "b4") == ["p3"]
