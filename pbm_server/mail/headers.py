@@ -242,6 +242,12 @@ def _parsed(factory: Any, name: str, value: str, budget: HeaderBudget | None = N
     return parsed
 
 
+def unfolded(value: str) -> str:
+    """A header value as written, its folds (line ends) taken out, as the
+    email package reads it."""
+    return "".join(_LINESEP.split(value))
+
+
 class OncePolicy(EmailPolicy):
     """``email.policy.default``, except that a header value is parsed into its
     header object once: the email package parses it again on every read (a
@@ -264,7 +270,7 @@ class OncePolicy(EmailPolicy):
     def header_fetch_parse(self, name: str, value: Any) -> Any:
         if hasattr(value, "name"):
             return value
-        return _parsed(self.header_factory, name, "".join(_LINESEP.split(value)), self.budget)
+        return _parsed(self.header_factory, name, unfolded(value), self.budget)
 
     def header_max_count(self, name: str) -> Any:
         return _kind(self.header_factory, name.lower()).max_count if len(name) <= 100 else super().header_max_count(name)

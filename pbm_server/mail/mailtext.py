@@ -20,12 +20,15 @@ from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
 
 from games.base import Line
 from pbm_server.mail.headers import (
+    ATEXT,
     MAX_FIELDS,
     HeaderBudgetSpent,
+    bounded,
     clean_text,
     over_cap,
     oversized,
     reading_policy,
+    unfolded,
 )
 from pbm_server.mail.replies import SentMail, normalise, own_lines
 from pbm_server.mail.senderauth import raw_header, read_from
@@ -72,7 +75,44 @@ class IncomingMail:
     from_problem: str | None = None
 
 
+#: headers whose value as the email package reads it is the value as
+#: written (unfolded, cut to its caps) whenever that is plain printable ASCII
+#: without an encoded word: read so, unparsed (a Message-ID's parse costs a
+#: twentieth of a mail's handling, and every mail's is new)
+_AS_WRITTEN = frozenset({"message-id", "references", "in-reply-to"})
+_PLAIN_VALUE = re.compile(r"[ -~]*")
+#: a Message-ID the email package parses without complaint: <dot-atom@dot-atom>
+_PLAIN_ID = re.compile(rf"[ \t]*<{ATEXT}(?:\.{ATEXT})*@{ATEXT}(?:\.{ATEXT})*>[ \t]*")
+
+
+def _written(msg: EmailMessage, name: str) -> str | None:
+    """The first ``name`` header of ``msg`` as written, if it is plain (see
+    _AS_WRITTEN); None if it is not, or not there."""
+    want = name.lower()
+    for key, value in msg.raw_items():
+        if key.lower() == want:
+            if not isinstance(value, str):
+                return None
+            value = bounded(key, unfolded(value))
+            plain = _PLAIN_ID if want == "message-id" else _PLAIN_VALUE
+            return value.strip() if plain.fullmatch(value) and "=?" not in value else None
+    return None
+
+
 def _header(msg: EmailMessage, name: str) -> str:
+    if name.lower() in _AS_WRITTEN:
+        try:
+            written = _written(msg, name)
+        except Exception:
+            written = None
+        if written is not None:
+            return written
+    return _parsed_header(msg, name)
+
+
+def _parsed_header(msg: EmailMessage, name: str) -> str:
+    """The first ``name`` header of ``msg`` as the email package parses it
+    (as written if it cannot)."""
     try:
         value = msg.get(name)
     except Exception:  # a header the policy cannot parse

@@ -129,6 +129,25 @@ def test_a_mail_parsed_once_reads_as_when_parsed_in_two_steps(raw, rng, rounds):
     assert once == twice
 
 
+#: what a Message-ID, References or In-Reply-To may be made of: msg-ids,
+#: comments, quotes, escapes, encoded words, folds, stray bytes
+_ID_PARTS = st.lists(st.one_of(
+    st.sampled_from(["<", ">", "@", "(", ")", '"', "\\", " ", "\t", "\r\n ", "\r\n\t", "=?utf-8?q?x?=", "=?", ".", ",",
+                     "<a.b@c.d>", "<x@[1.2.3.4]>", "\x00", "\x7f", "\xe9", "\udce9"]),
+    st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e), min_size=1, max_size=12)), max_size=30).map("".join)
+
+
+@FUZZ
+@given(st.sampled_from(["Message-ID", "References", "In-Reply-To"]), _ID_PARTS)
+def test_a_header_read_as_written_reads_as_the_email_package_parses_it(name, value):
+    """Message-ID, References and In-Reply-To are read as written when that
+    is plain (mailtext._AS_WRITTEN): exactly what the email package's parse of
+    them gives."""
+    raw = f"From: a@example.org\r\n{name}: {value}\r\n\r\nhelp\r\n".encode("utf-8", "surrogateescape")
+    msg, _ = mailtext._parse(raw)
+    assert mailtext._header(msg, name) == mailtext._parsed_header(msg, name)
+
+
 @FUZZ
 @given(st.text(max_size=2000))
 def test_command_lines_on_arbitrary_text(body):
