@@ -179,9 +179,12 @@ class SinkHandler:
         self.arrived = threading.Condition(self.lock)
         #: None: accept; otherwise the status line to answer DATA with
         self.refuse_with: str | None = None
+        #: the recipients whose mail ``refuse_with`` refuses (empty: every mail)
+        self.refuse_only: set[str] = set()
 
     async def handle_DATA(self, server, session, envelope):
-        if self.refuse_with:
+        if self.refuse_with and (not self.refuse_only or
+                                 any(r.lower() in self.refuse_only for r in envelope.rcpt_tos)):
             return self.refuse_with
         with self.lock:
             self.messages.append(([r.lower() for r in envelope.rcpt_tos], envelope.original_content or envelope.content))
