@@ -96,18 +96,17 @@ _RCPTS = select(_INBOX.c.id, _INBOX.c.rcpt_tos).where(_INBOX.c.id.in_(bindparam(
 # mail) are shared with other rows; the bytes themselves: _BODY_RAW
 # the mail's bytes come with it, unless they are those of the body read last
 # (``cached``: Worker._read keeps the last mail whose bytes several rows share)
-_STORED = select(_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id, _INBOX.c.received_at,
-                 _BODY.c.rcpt_tos.label("reached"), _BODY.c.rcpt_tos.is_not(None).label("shared"),
-                 type_coerce(case((_INBOX.c.body_id == bindparam("cached"), None), else_=_BODY.c.raw),
-                             _BODY.c.raw.type).label("raw")).join_from(
+# what a mail's preparation reads of its row (and of its body's row)
+_ROW = (_INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id, _INBOX.c.received_at,
+        _BODY.c.rcpt_tos.label("reached"), _BODY.c.rcpt_tos.is_not(None).label("shared"))
+_STORED = select(*_ROW, type_coerce(case((_INBOX.c.body_id == bindparam("cached"), None), else_=_BODY.c.raw),
+                                    _BODY.c.raw.type).label("raw")).join_from(
     _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id == bindparam("id"), _INBOX.c.status == "new")
 _BODY_RAW = select(_BODY.c.raw).where(_BODY.c.id == bindparam("body"))
 # a batch's rows with one SELECT, and the bytes of their bodies up to
 # AHEAD_BODY_BYTES each with another (a larger one is read with its mail)
-_STORED_OF = select(_INBOX.c.id, _INBOX.c.mail_from, _INBOX.c.rcpt_tos, _INBOX.c.body_id, _INBOX.c.received_at,
-                    _BODY.c.rcpt_tos.label("reached"), _BODY.c.rcpt_tos.is_not(None).label("shared")).join_from(
-    _INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(_INBOX.c.id.in_(bindparam("ids", expanding=True)),
-                                                          _INBOX.c.status == "new")
+_STORED_OF = select(_INBOX.c.id, *_ROW).join_from(_INBOX, _BODY, _BODY.c.id == _INBOX.c.body_id).where(
+    _INBOX.c.id.in_(bindparam("ids", expanding=True)), _INBOX.c.status == "new")
 _BODIES = select(_BODY.c.id, _BODY.c.raw).where(_BODY.c.id.in_(bindparam("ids", expanding=True)),
                                                 func.length(_BODY.c.raw) <= bindparam("most", type_=Integer))
 # a copy handled before: the same key, or the mail's key without a recipient

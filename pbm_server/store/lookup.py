@@ -57,40 +57,35 @@ def load_games(session: Session, names: Iterable[str]) -> list[Game]:
     return found
 
 
-def note_for_batch(session: Session, key: str, members: Iterable[Any]) -> None:
+def note_rows_for_batch(session: Session, key: str, asked: Iterable[Any], found: dict[Any, Any]) -> None:
     """What one SELECT found for a whole worker batch (its games, its
-    senders), kept in the batch's session under ``key``: the members for which
-    a per-mail lookup may be skipped (:func:`noted_for_batch`)."""
-    session.info[key] = set(members)
+    senders), kept in the batch's session under ``key``: for each member
+    asked, its row (None: there is none); a per-mail lookup takes it from
+    there (:func:`noted_row`) instead of asking the database."""
+    session.info[key] = {m: found.get(m) for m in asked}
+
+
+def noted_row(session: Session, key: str, member: Any, once: bool = False) -> tuple[bool, Any]:
+    """(True, the row or None) if the batch's note ``key`` answers for
+    ``member``; (False, None) if the caller must ask the database.
+    ``once``: the note answers for it only once (a batch has one mail per
+    game: a second question about the same game asks the database again)."""
+    noted: dict[Any, Any] | None = session.info.get(key)
+    if noted is None or member not in noted:
+        return False, None
+    return True, noted.pop(member) if once else noted[member]
+
+
+def note_for_batch(session: Session, key: str, members: Iterable[Any]) -> None:
+    """The members for which a per-mail lookup may be skipped
+    (:func:`noted_for_batch`): a note of rows with no row to keep."""
+    note_rows_for_batch(session, key, members, {})
 
 
 def noted_for_batch(session: Session, key: str, member: Any, once: bool = True) -> bool:
     """Whether the batch's note ``key`` holds ``member`` (then the caller's
-    per-mail lookup is skipped); ``once``: the note answers for it only once
-    (a batch has one mail per game: a second question about the same game
-    asks the database again)."""
-    noted: set[Any] | None = session.info.get(key)
-    if noted is None or member not in noted:
-        return False
-    if once:
-        noted.discard(member)
-    return True
-
-
-def note_rows_for_batch(session: Session, key: str, asked: Iterable[Any], found: dict[Any, Any]) -> None:
-    """What one SELECT found for a whole worker batch, kept in the batch's
-    read transaction under ``key``: for each member asked, its row (None:
-    there is none); a per-mail lookup takes it from there (:func:`noted_row`)."""
-    session.info[key] = {m: found.get(m) for m in asked}
-
-
-def noted_row(session: Session, key: str, member: Any) -> tuple[bool, Any]:
-    """(True, the row or None) if the batch's note ``key`` answers for
-    ``member``; (False, None) if the caller must ask the database."""
-    noted: dict[Any, Any] | None = session.info.get(key)
-    if noted is None or member not in noted:
-        return False, None
-    return True, noted[member]
+    per-mail lookup is skipped); ``once`` as for :func:`noted_row`."""
+    return noted_row(session, key, member, once)[0]
 
 
 def find_game(session: Session, name: str) -> Game | None:

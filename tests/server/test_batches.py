@@ -424,3 +424,20 @@ def test_what_a_batch_asks_once_answers_each_mail_as_alone(four_games):
         assert copy not in _replies(db)
     assert _players(pbm, "b1") == ["p0"] and _players(pbm, "b2") == [] and _players(pbm, "b3") == []
     assert _players(pbm, "b4") == ["p3"]
+
+
+def test_a_batch_reads_small_bodies_ahead_and_a_large_one_with_its_mail(four_games):
+    """The batch's read takes the bytes of bodies up to AHEAD_BODY_BYTES with
+    one SELECT; a larger body is left to be read with its own mail (a batch
+    never holds many large mails at once), and both mails are handled."""
+    pbm = four_games
+    large = pbm.build("p1@example.org", "b2", "JOIN\n$$batch-pass-1$$\n\n-- \n" + "x" * 70 + ("\n" + "y" * 70) * 1000)
+    with _worker(pbm) as (db, worker):
+        small_id, large_id = store_messages(db, [_join(pbm, 0, "b1"), (large["From"], [large["To"]], bytes(large))])
+        assert len(bytes(large)) > Worker.AHEAD_BODY_BYTES
+        with db.read() as s:
+            ahead = worker._stored_ahead(s, [small_id, large_id])
+        assert ahead[small_id].raw is not None and ahead[large_id].raw is None
+        assert worker.run_once()
+        assert _status(db) == {small_id: "done", large_id: "done"}
+    assert _players(pbm, "b1") == ["p0"] and _players(pbm, "b2") == ["p1"]
