@@ -30,10 +30,16 @@ START = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
 def click_and_wait(driver, element, ready) -> None:
     """Click ``element``, then wait until ``ready(driver)`` holds on the page
     the click opens (the old page's elements go stale meanwhile)."""
+    element.click()
+    wait_until(driver, ready)
+
+
+def wait_until(driver, ready, seconds: float = 20) -> None:
+    """Wait until ``ready(driver)`` holds; an element that went stale while
+    it was read (the page was replaced: a click, or a page that reloads
+    itself) counts as not yet."""
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
-
-    element.click()
 
     def holds(d) -> bool:
         try:
@@ -41,7 +47,7 @@ def click_and_wait(driver, element, ready) -> None:
         except StaleElementReferenceException:
             return False
 
-    WebDriverWait(driver, 20, poll_frequency=0.1).until(holds)
+    WebDriverWait(driver, seconds, poll_frequency=0.1).until(holds)
 
 
 def main_text(driver) -> str:
@@ -185,8 +191,6 @@ def test_a_player_plays_a_turn_from_the_web(pbm_stopped: PbmServer, browser, scr
     import urllib.parse
     import urllib.request
 
-    from selenium.webdriver.support.ui import WebDriverWait
-
     pbm = pbm_stopped
     pbm.set_clock(START)
     pbm.start()
@@ -219,8 +223,7 @@ def test_a_player_plays_a_turn_from_the_web(pbm_stopped: PbmServer, browser, scr
     fields = {e.get_attribute("name"): e.get_attribute("value")
               for e in browser.find_elements("css selector", "form.orders-form input[type=hidden]")}
     send("GIVE 3 TO bob", "ann-pass-1", lambda d: "sent=" in d.current_url)
-    WebDriverWait(browser, 20, poll_frequency=0.2).until(
-        lambda d: "Your orders from the web: handled" in main_text(d))
+    wait_until(browser, lambda d: "Your orders from the web: handled" in main_text(d))
     answer = browser.find_element("css selector", "pre.reply").text
     assert "GIVE 3 TO bob" in answer and "ann-pass-1" not in browser.page_source
     shots(browser, "own-sent", screenshots)
@@ -235,7 +238,7 @@ def test_a_player_plays_a_turn_from_the_web(pbm_stopped: PbmServer, browser, scr
         again = resp.url
     pbm.settle()
     browser.get(again)
-    WebDriverWait(browser, 20, poll_frequency=0.2).until(lambda d: "it counted once" in main_text(d))
+    wait_until(browser, lambda d: "it counted once" in main_text(d))
     assert len([m for m in pbm.inbox("ann@example.org") if (m["In-Reply-To"] or "").startswith("<web.")]) == 1
     assert pbm.sql("SELECT status FROM inbox WHERE id > :n ORDER BY id", n=rows) == [("done",), ("duplicate",)]
 
