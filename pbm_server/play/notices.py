@@ -23,7 +23,7 @@ from pbm_server.mail.compose import Composer, Rendered, cut_words, text_html, th
 from pbm_server.mail.headers import reading_policy
 from pbm_server.mail.outbound import enqueue
 from pbm_server.play import alerting, streams
-from pbm_server.store.lookup import account_by_handle
+from pbm_server.store.lookup import accounts_by_handles
 from pbm_server.store.models import Account, AuditEntry, Game, Observer, OutboundMail
 
 
@@ -55,20 +55,28 @@ class Mailer:
         #: how many mails this Mailer has put in the outbox (the CLI says so)
         self.queued = 0
 
-    def recipients(self, session: Session, rules: Rules[Any], players: list[str], to: list[str]) -> list[Account]:
-        """The accounts of ``to`` (``players``: the game's players, for ALL_PLAYERS)."""
+    def recipients(self, session: Session, rules: Rules[Any], players: list[str], to: list[str],
+                   known: dict[str, Account] | None = None) -> list[Account]:
+        """The accounts of ``to`` (``players``: the game's players, for
+        ALL_PLAYERS); ``known``: accounts already looked up, by handle key
+        (a handle not among them is asked for)."""
+        handles = self._handles(players, to)
+        keys = list(dict.fromkeys(h.lower() for h in handles))
+        known = known or {}
+        missing = [k for k in keys if k not in known]
+        more = accounts_by_handles(session, missing) if missing else {}
+        return [a for k in keys if (a := known.get(k) or more.get(k)) is not None]
+
+    @staticmethod
+    def _handles(players: list[str], to: list[str]) -> list[str]:
         handles: list[str] = []
         for h in to:
             handles.extend(players if h == ALL_PLAYERS else [h])
-        seen, accounts = set(), []
-        for h in handles:
-            if h.lower() in seen:
-                continue
-            seen.add(h.lower())
-            acc = account_by_handle(session, h)
-            if acc is not None:
-                accounts.append(acc)
-        return accounts
+        return handles
+
+    #: notices whose recipients are looked up together (a turn of a large
+    #: game sends one per player)
+    NOTICES_PER_LOOKUP = 500
 
     def send_notices(
         self,
@@ -101,10 +109,17 @@ class Mailer:
         players: list[str] | None = None
         alerting.from_notices(session, game, notices, now)  # a board's start, move or end (curio)
         extras = _Extras(session, self.composer, game, rules, notices, stream, now)
-        for notice in notices:
+        known: dict[str, Account] = {}
+        for i, notice in enumerate(notices):
             if ALL_PLAYERS in notice.to and players is None:
                 players = rules.players(game.state)
-            recipients = [acc for acc in self.recipients(session, rules, players or [], notice.to)
+            if i % self.NOTICES_PER_LOOKUP == 0:
+                # the accounts of the next notices, in one look-up
+                if players is None and any(ALL_PLAYERS in n.to for n in notices[i:i + self.NOTICES_PER_LOOKUP]):
+                    players = rules.players(game.state)
+                known = accounts_by_handles(session, [h for n in notices[i:i + self.NOTICES_PER_LOOKUP]
+                                                      for h in self._handles(players or [], n.to)])
+            recipients = [acc for acc in self.recipients(session, rules, players or [], notice.to, known)
                           if acc.handle_key not in skip and acc.email.lower() not in extras.stops]
             found = rules.thread_of(notice)
             thread = thread_root(self.composer.settings.domain, game.name, game.id, found[0] if found else None)

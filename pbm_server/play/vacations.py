@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from pbm_server.store.lookup import account_by_handle
+from pbm_server.store.lookup import accounts_by_handles
 from pbm_server.store.models import Account
 
 
@@ -16,9 +16,5 @@ def is_absent(acc: Account, moment: datetime) -> bool:
 
 def absent_handles(session: Session, handles: list[str], moment: datetime) -> frozenset[str]:
     """The handles (as given) whose account is on vacation at ``moment``."""
-    out = set()
-    for h in handles:
-        acc = account_by_handle(session, h)
-        if acc is not None and is_absent(acc, moment):
-            out.add(h)
-    return frozenset(out)
+    found = accounts_by_handles(session, handles)
+    return frozenset(h for h in handles if (acc := found.get(h.lower())) is not None and is_absent(acc, moment))
