@@ -27,28 +27,6 @@ def pytest_configure(config):
         os.environ["PYTHONPATH"] = os.pathsep.join(paths)
 
 
-#: the longest tests of a pass, started first (docs/testing.md "Time in CI"):
-#: a pass ends when its last test does, and a long one started late ended it
-#: alone while the other worker idled
-_LONGEST_FIRST = (
-    "tests/scale/",
-    "tests/server/test_imports.py::test_every_server_module_imports_on_its_own",
-    "tests/server/test_several_recipients.py::test_several_recipients_stored_by_a_killed_server_are_each_handled_once",
-    "tests/reliability/test_hosts.py::test_two_hosts_handle_reply_and_run_turns_once",
-    "tests/reliability/test_kill.py",
-    "tests/desk/test_deadlines.py::test_orders_received_before_the_deadline_count_even_if_processed_after",
-    "tests/reliability/test_two_servers.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    def rank(item) -> int:
-        return next((i for i, start in enumerate(_LONGEST_FIRST) if item.nodeid.startswith(start)),
-                    len(_LONGEST_FIRST))
-
-    items.sort(key=rank)  # stable: the order within each rank is the collection's
-
-
 def in_own_process(request) -> bool:
     """Tests marked ``process`` get `pbm serve` and the CLI as subprocesses."""
     return request.node.get_closest_marker("process") is not None
