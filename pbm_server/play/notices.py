@@ -111,14 +111,16 @@ class Mailer:
         extras = _Extras(session, self.composer, game, rules, notices, stream, now)
         known: dict[str, Account] = {}
         for i, notice in enumerate(notices):
-            if ALL_PLAYERS in notice.to and players is None:
-                players = rules.players(game.state)
             if i % self.NOTICES_PER_LOOKUP == 0:
-                # the accounts of the next notices, in one look-up
-                if players is None and any(ALL_PLAYERS in n.to for n in notices[i:i + self.NOTICES_PER_LOOKUP]):
-                    players = rules.players(game.state)
-                known = accounts_by_handles(session, [h for n in notices[i:i + self.NOTICES_PER_LOOKUP]
-                                                      for h in self._handles(players or [], n.to)])
+                # the accounts of the next notices, in one look-up (the game's
+                # players once, however many of them go to all players)
+                chunk = notices[i:i + self.NOTICES_PER_LOOKUP]
+                wanted = {h for n in chunk for h in n.to if h != ALL_PLAYERS}
+                if any(ALL_PLAYERS in n.to for n in chunk):
+                    if players is None:
+                        players = rules.players(game.state)
+                    wanted.update(players)
+                known = accounts_by_handles(session, wanted)
             recipients = [acc for acc in self.recipients(session, rules, players or [], notice.to, known)
                           if acc.handle_key not in skip and acc.email.lower() not in extras.stops]
             found = rules.thread_of(notice)
