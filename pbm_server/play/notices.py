@@ -55,24 +55,16 @@ class Mailer:
         #: how many mails this Mailer has put in the outbox (the CLI says so)
         self.queued = 0
 
-    def recipients(self, session: Session, rules: Rules[Any], players: list[str], to: list[str],
-                   known: dict[str, Account] | None = None) -> list[Account]:
-        """The accounts of ``to`` (``players``: the game's players, for
-        ALL_PLAYERS); ``known``: accounts already looked up, by handle key
-        (a handle not among them is asked for)."""
-        handles = self._handles(players, to)
-        keys = list(dict.fromkeys(h.lower() for h in handles))
-        known = known or {}
-        missing = [k for k in keys if k not in known]
-        more = accounts_by_handles(session, missing) if missing else {}
-        return [a for k in keys if (a := known.get(k) or more.get(k)) is not None]
-
     @staticmethod
-    def _handles(players: list[str], to: list[str]) -> list[str]:
+    def recipients(players: list[str], to: list[str], accounts: dict[str, Account]) -> list[Account]:
+        """The accounts of ``to`` (``players``: the game's players, for
+        ALL_PLAYERS), each once, from ``accounts`` (by handle key: what
+        :func:`accounts_by_handles` found for them; a handle not there has
+        no account)."""
         handles: list[str] = []
         for h in to:
             handles.extend(players if h == ALL_PLAYERS else [h])
-        return handles
+        return [a for k in dict.fromkeys(h.lower() for h in handles) if (a := accounts.get(k)) is not None]
 
     #: notices whose recipients are looked up together (a turn of a large
     #: game sends one per player)
@@ -121,7 +113,7 @@ class Mailer:
                         players = rules.players(game.state)
                     wanted.update(players)
                 known = accounts_by_handles(session, wanted)
-            recipients = [acc for acc in self.recipients(session, rules, players or [], notice.to, known)
+            recipients = [acc for acc in self.recipients(players or [], notice.to, known)
                           if acc.handle_key not in skip and acc.email.lower() not in extras.stops]
             found = rules.thread_of(notice)
             thread = thread_root(self.composer.settings.domain, game.name, game.id, found[0] if found else None)
