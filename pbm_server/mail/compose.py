@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
+from email import quoprimime
 from email.headerregistry import BaseHeader, UnstructuredHeader
 from email.message import EmailMessage
-from email.policy import Policy
+from email.policy import EmailPolicy, Policy
 from email.utils import format_datetime, formataddr, make_msgid
 from html import escape as html_escape
 from importlib import resources
@@ -32,7 +33,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, Template, Templa
 
 from games.base import Result, Section
 from pbm_server.base.settings import Settings
-from pbm_server.mail.headers import POLICY, SMTP_POLICY, UrlListHeader, plain_or_parsed
+from pbm_server.mail.headers import POLICY, SMTP_POLICY, PlainHeader, UrlListHeader, plain_or_parsed
 
 #: the package the templates are installed as (the repository's top-level
 #: templates/, mapped into the wheel by setup.py)
@@ -366,6 +367,22 @@ class SubjectHeader(UnstructuredHeader, BaseHeader):
         return fold_subject(self.name, str(self), policy.max_line_length or MAX_LINE, policy.linesep)
 
 
+class PlainSubject(PlainHeader):
+    """A Subject the email package would read back as it is written (plain
+    printable ASCII): kept as it is, never parsed, and written with
+    :func:`fold_subject` like a :class:`SubjectHeader`."""
+
+    def fold(self, *, policy: EmailPolicy) -> str:
+        return fold_subject(self.name, str(self), policy.max_line_length or MAX_LINE, str(policy.linesep))
+
+
+def subject_header(value: str) -> PlainSubject | SubjectHeader:
+    """The Subject header of a mail we write: parsed only when it is not plain."""
+    if isinstance(plain_or_parsed("Subject", value), PlainHeader):
+        return PlainSubject("Subject", value)
+    return SubjectHeader("Subject", value)
+
+
 #: ids kept in References after the thread's root (RFC 5322 3.6.4 lets a
 #: long chain be shortened; the root and the newest few keep clients threading)
 KEEP_REFERENCES = 4
@@ -677,28 +694,34 @@ class Composer:
         plain = self.public(redact(body.text, set(secrets)))
         lead = next_action(plain)
         text = fit_lines(self._render("layout.txt", {**layout, "lead": lead, "body": plain})) + "\n"
-        msg = EmailMessage(policy=POLICY)
-        msg["From"] = formataddr((from_name, self.settings.address(from_local)))
-        # the values of this mail alone are written as they are when they are plain
-        msg["To"] = plain_or_parsed("To", to_addr)
-        msg["Subject"] = SubjectHeader("Subject", redact(subject, set(secrets)))
-        msg["Date"] = plain_or_parsed("Date", format_datetime(now))
         message_id = message_id or make_msgid(domain=domain)
-        msg["Message-ID"] = plain_or_parsed("Message-ID", message_id)
-        msg["Auto-Submitted"] = auto
-        msg["X-Auto-Response-Suppress"] = "All"
-        msg["X-Loop"] = server
+        # the values of this mail alone are written as they are when they are plain
+        headers: list[tuple[str, Any]] = [
+            ("From", formataddr((from_name, self.settings.address(from_local)))),
+            ("To", plain_or_parsed("To", to_addr)),
+            ("Subject", subject_header(redact(subject, set(secrets)))),
+            ("Date", plain_or_parsed("Date", format_datetime(now))),
+            ("Message-ID", plain_or_parsed("Message-ID", message_id)),
+            ("Auto-Submitted", auto),
+            ("X-Auto-Response-Suppress", "All"),
+            ("X-Loop", server),
+        ]
         if unsubscribe is not None:
-            msg["List-Unsubscribe"] = UrlListHeader("List-Unsubscribe", unsubscribe)
+            headers.append(("List-Unsubscribe", UrlListHeader("List-Unsubscribe", unsubscribe)))
             if any(url.startswith("https://") for url in unsubscribe):
-                msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+                headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
         if in_reply_to:
-            msg["In-Reply-To"] = plain_or_parsed("In-Reply-To", in_reply_to)
-            msg["References"] = plain_or_parsed("References",
-                                                " ".join(thread_references(thread, references or [], in_reply_to)))
+            headers.append(("In-Reply-To", plain_or_parsed("In-Reply-To", in_reply_to)))
+            headers.append(("References", plain_or_parsed(
+                "References", " ".join(thread_references(thread, references or [], in_reply_to)))))
         elif thread:
-            msg["In-Reply-To"] = plain_or_parsed("In-Reply-To", thread)
-            msg["References"] = plain_or_parsed("References", thread)
+            headers.append(("In-Reply-To", plain_or_parsed("In-Reply-To", thread)))
+            headers.append(("References", plain_or_parsed("References", thread)))
+        if body.html is None and to_addr.isascii():
+            return message_id, text_only_mail(headers, text)
+        msg = EmailMessage(policy=POLICY)
+        for name, value in headers:
+            msg[name] = value
         msg.set_content(text, cte="quoted-printable")
         if body.html is not None:
             msg.make_alternative(boundary=BOUNDARY)
@@ -753,6 +776,42 @@ class Composer:
             "thread": thread,
         }
         return message_id, DEFERRED + json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def text_only_mail(headers: list[tuple[str, Any]], text: str) -> bytes:
+    """A mail of one plain-text part, written for SMTP: the bytes the email
+    package writes for an EmailMessage with ``headers`` and
+    ``set_content(text, cte="quoted-printable")`` (``SMTP_POLICY``), without
+    the message object, its content manager and its generator in between
+    (which took about half of the CPU of writing out a reply).  Each header
+    is still stored and folded by the package's policy, as the generator
+    would; the MIME headers are the ones the package writes for such a part
+    (:func:`_text_part_headers`), and the body is its quoted-printable
+    encoding of the UTF-8 text.  ``tests/server/test_text_only_mail.py``
+    holds the two to the same bytes.  The address of the recipient must be
+    ASCII (else the mail goes with SMTPUTF8 and the package writes it)."""
+    policy = SMTP_POLICY
+    out = [policy.fold_binary(*policy.header_store_parse(name, value)) for name, value in headers]
+    out.append(_text_part_headers())
+    lines = text.encode("utf-8").splitlines()
+    encoded = quoprimime.body_encode((b"\n".join(lines) + b"\n").decode("latin-1"),
+                                     maxlinelen=POLICY.max_line_length or 78)
+    out.append(_NEWLINES.sub("\r\n", encoded).encode("ascii", "surrogateescape"))
+    return b"".join(out)
+
+
+#: every line end, as the email package's generator finds them
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+
+
+@functools.cache
+def _text_part_headers() -> bytes:
+    """The MIME headers (and the blank line after them) the email package
+    writes for a text part set with ``set_content(..., cte="quoted-printable")``."""
+    msg = EmailMessage(policy=POLICY)
+    msg.set_content("x\n", cte="quoted-printable")
+    raw = msg.as_bytes(policy=SMTP_POLICY)
+    return raw[: raw.index(b"\r\n\r\n") + 4]
 
 
 #: how an outbox row that holds a reply still to be written out starts (Composer.deferred)
