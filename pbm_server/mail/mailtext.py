@@ -31,7 +31,7 @@ from pbm_server.mail.headers import (
     unfolded,
 )
 from pbm_server.mail.replies import SentMail, normalise, own_lines
-from pbm_server.mail.senderauth import raw_header, read_from
+from pbm_server.mail.senderauth import MAX_FROM_CHARS, raw_header, read_from
 
 #: at most this many command lines are read from one mail
 MAX_LINES = 300
@@ -79,8 +79,10 @@ class IncomingMail:
 #: written (unfolded, cut to its caps) whenever that is plain printable ASCII
 #: without an encoded word: read so, unparsed (a Message-ID's parse costs a
 #: twentieth of a mail's handling, and every mail's is new)
-_AS_WRITTEN = frozenset({"message-id", "references", "in-reply-to"})
+_AS_WRITTEN = frozenset({"message-id", "references", "in-reply-to", "subject"})
 _PLAIN_VALUE = re.compile(r"[ -~]*")
+#: an address of a dot-atom at a domain of letters, digits and hyphens
+_DOT_ATOM_ADDRESS = rf"{ATEXT}(?:\.{ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
 #: a Message-ID the email package parses without complaint: <dot-atom@dot-atom>
 _PLAIN_ID = re.compile(rf"[ \t]*<{ATEXT}(?:\.{ATEXT})*@{ATEXT}(?:\.{ATEXT})*>[ \t]*")
 
@@ -345,8 +347,21 @@ def _depth(msg: Message) -> int:
     return deepest
 
 
-def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
-    msg, unread = _parse(raw)
+#: a From that the email package, MTAs and mail clients all read as the same
+#: address, which is then the dot-atom address in it: that address alone, or
+#: in <...> after a display name of plain words (no "@", no encoded word)
+_PLAIN_FROM = re.compile(rf"[ \t]*(?:(?!.*=\?)(?:{ATEXT}[ \t]+)+<({_DOT_ATOM_ADDRESS})>|({_DOT_ATOM_ADDRESS}))[ \t]*")
+
+
+def _from_address(msg: EmailMessage) -> tuple[str, str | None]:
+    """The address the mail is from, and why its From cannot carry a password
+    (None: it can).  A plain From (:data:`_PLAIN_FROM`) is read as written;
+    any other is parsed by the email package and read again as MTAs read it
+    (:func:`senderauth.read_from`)."""
+    written = raw_header(msg, "From")
+    plain = _PLAIN_FROM.fullmatch(written) if len(written) <= MAX_FROM_CHARS else None
+    if plain is not None:
+        return plain.group(1) or plain.group(2), None
     from_header = _header(msg, "From")
     addr = ""
     try:
@@ -355,7 +370,12 @@ def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
     except Exception:
         addr = parseaddr(from_header)[1]
     # the addr-spec in <...>, as MTAs and clients read it (senderauth.read_from)
-    addr, from_problem = read_from(raw_header(msg, "From"), addr)
+    return read_from(written, addr)
+
+
+def read_mail(raw: bytes, envelope_from: str = "") -> IncomingMail:
+    msg, unread = _parse(raw)
+    addr, from_problem = _from_address(msg)
     addr = (addr or envelope_from or "").strip().lower()
     body, html_only, notes = "", False, list[str]()
     if unread is None:
