@@ -262,6 +262,12 @@ class Worker(Poller):
         self._released: set[str] = set()
         #: the threads that prepare a batch's mails (made at the first batch)
         self._preparers: ThreadPoolExecutor | None = None
+        #: a game's route kept after its mail, handled alone, was done: the next
+        #: pick goes on with that game if the oldest waiting mail is its next
+        #: (so a busy game stays with one worker, whose memory holds its state
+        #: decoded: a 10,000-player giveaway's document takes 16 ms to decode),
+        #: else gives it back first
+        self._kept: str | None = None
         #: the last mail read whose bytes several rows share (Worker._read)
         self._last_read: tuple[int, str, bytes, IncomingMail, str] | None = None
 
@@ -323,6 +329,11 @@ class Worker(Poller):
         # are busy), the whole look-ahead only if every route in it is taken
         for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
             waiting = self.waiting(limit=limit)
+            if self._kept is not None:
+                kept, self._kept = self._kept, None
+                if waiting and waiting[0][1] == kept:
+                    return [waiting[0]]  # the oldest mail is the kept game's next: still held
+                self.routes.release(kept)
             if limit == self.FIRST_LOOK and (sharers := self._sharers()) > 1:
                 # a fair share of the games waiting: the other workers find
                 # theirs now, not after this batch gave its routes back
@@ -373,14 +384,20 @@ class Worker(Poller):
                 self.bounces.flush(self.db)
             return False
         self._released.clear()
+        keep: str | None = None
         try:
             if len(picked) == 1:
                 self.process(*picked[0])
+                if picked[0][1] != SERVER_KEY:
+                    keep = picked[0][1]
             else:
                 self.process_batch(picked)
         finally:
             for _, key in picked:
-                self._release(key)
+                if key == keep:
+                    self._kept = key  # the next pick goes on with it if its mail is the oldest
+                else:
+                    self._release(key)
         if self.on_processed:
             self.on_processed()
         return True
@@ -393,6 +410,9 @@ class Worker(Poller):
             self.routes.release(key)
 
     def close(self) -> None:
+        if self._kept is not None:
+            self.routes.release(self._kept)
+            self._kept = None
         if self._preparers is not None:
             self._preparers.shutdown()
             self._preparers = None
