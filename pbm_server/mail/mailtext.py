@@ -349,8 +349,9 @@ def _depth(msg: Message) -> int:
 
 #: a From that the email package, MTAs and mail clients all read as the same
 #: address, which is then the dot-atom address in it: that address alone, or
-#: in <...> after a display name of plain words (no "@", no encoded word)
-_PLAIN_FROM = re.compile(rf"[ \t]*(?:(?!.*=\?)(?:{ATEXT}[ \t]+)+<({_DOT_ATOM_ADDRESS})>|({_DOT_ATOM_ADDRESS}))[ \t]*")
+#: in <...> after a display name of plain words (no "@"); no encoded word
+#: anywhere (the package decodes one even inside an address)
+_PLAIN_FROM = re.compile(rf"(?!.*=\?)[ \t]*(?:(?:{ATEXT}[ \t]+)+<({_DOT_ATOM_ADDRESS})>|({_DOT_ATOM_ADDRESS}))[ \t]*")
 
 
 def _from_address(msg: EmailMessage) -> tuple[str, str | None]:

@@ -40,7 +40,8 @@ FROMS = [
     "bob@example.org <mallory@evil.test>", "\"bob@example.org\" <mallory@evil.test>", "<ann@example.org>",
     "Ann<ann@example.org>", "ann@example.org (Ann)", "Ann Smith <ann@example.org>, bob@example.org",
     "J. Smith <j@example.org>", "undisclosed-recipients:;", "", "ann@[127.0.0.1]", "ann@localhost",
-    "a" * 2100 + "@example.org", "x=?y <ann@example.org>",
+    "a" * 2100 + "@example.org", "x=?y <ann@example.org>", "=?utf-8?q?j=C3=B6rg?=@example.org",
+    "Ann <=?utf-8?q?j=C3=B6rg?=@example.org>",
 ]
 
 
@@ -57,9 +58,11 @@ def test_the_plain_forms_take_the_short_way():
     assert _PLAIN_FROM.fullmatch("Ann Smith <ann@example.org>")
     assert not _PLAIN_FROM.fullmatch("bob@example.org <mallory@evil.test>")
     assert not _PLAIN_FROM.fullmatch("=?utf-8?q?Zo=C3=AB?= <zoe@example.org>")
+    assert not _PLAIN_FROM.fullmatch("=?utf-8?q?j=C3=B6rg?=@example.org")
 
 
-_ATEXT = st.text(st.sampled_from("abcXYZ019!#$%&'*+/=?^_`{|}~-.@<> \"(),;:\\[]\u00e9"), min_size=1, max_size=12)
+_ATEXT = st.one_of(st.text(st.sampled_from("abcXYZ019!#$%&'*+/=?^_`{|}~-.@<> \"(),;:\\[]\u00e9"), min_size=1, max_size=12),
+                   st.sampled_from(["=?utf-8?q?j=C3=B6rg?=", "=?utf-8?b?w7Y=?=", "=?iso-8859-1?q?a?="]))
 
 
 @settings(max_examples=400, deadline=None)
