@@ -262,12 +262,6 @@ class Worker(Poller):
         self._released: set[str] = set()
         #: the threads that prepare a batch's mails (made at the first batch)
         self._preparers: ThreadPoolExecutor | None = None
-        #: a game's route kept after its mail, handled alone, was done: the next
-        #: pick goes on with that game if the oldest waiting mail is its next
-        #: (so a busy game stays with one worker, whose memory holds its state
-        #: decoded: a 10,000-player giveaway's document takes 16 ms to decode),
-        #: else gives it back first
-        self._kept: str | None = None
         #: the last mail read whose bytes several rows share (Worker._read)
         self._last_read: tuple[int, str, bytes, IncomingMail, str] | None = None
 
@@ -329,11 +323,6 @@ class Worker(Poller):
         # are busy), the whole look-ahead only if every route in it is taken
         for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
             waiting = self.waiting(limit=limit)
-            if self._kept is not None:
-                kept, self._kept = self._kept, None
-                if waiting and waiting[0][1] == kept:
-                    return [waiting[0]]  # the oldest mail is the kept game's next: still held
-                self.routes.release(kept)
             if limit == self.FIRST_LOOK and (sharers := self._sharers()) > 1:
                 # a fair share of the games waiting: the other workers find
                 # theirs now, not after this batch gave its routes back
@@ -384,20 +373,16 @@ class Worker(Poller):
                 self.bounces.flush(self.db)
             return False
         self._released.clear()
-        keep: str | None = None
         try:
             if len(picked) == 1:
                 self.process(*picked[0])
                 if picked[0][1] != SERVER_KEY:
-                    keep = picked[0][1]
+                    self._stay_with(picked[0][1])
             else:
                 self.process_batch(picked)
         finally:
             for _, key in picked:
-                if key == keep:
-                    self._kept = key  # the next pick goes on with it if its mail is the oldest
-                else:
-                    self._release(key)
+                self._release(key)
         if self.on_processed:
             self.on_processed()
         return True
@@ -409,10 +394,31 @@ class Worker(Poller):
             self._released.add(key)
             self.routes.release(key)
 
+    #: mails of one game a pass handles in a row, its route held, while that
+    #: game's next mail is the oldest waiting (Worker._stay_with)
+    STAY_WITH_GAME = 16
+
+    def _stay_with(self, key: str) -> None:
+        """After a game's mail handled alone: go on with that game's next
+        mails, its route held, while each is the oldest of all waiting mail
+        (at most STAY_WITH_GAME in all), resting between them as between
+        passes.  A busy game then stays with the worker whose memory holds
+        its state decoded (a 10,000-player giveaway's document takes 16 ms to
+        decode), instead of going back and forth between back ends; the
+        order of the game's mails and of all mail is the same.  The route is
+        given back when the pass ends, as before."""
+        for _ in range(self.STAY_WITH_GAME - 1):
+            if self.on_processed:
+                self.on_processed()  # its reply goes out now, not after the run
+            self.rest_between()
+            if self.stopping:
+                return
+            waiting = self.waiting(limit=1)
+            if not waiting or waiting[0][1] != key:
+                return
+            self.process(waiting[0][0], held=key)
+
     def close(self) -> None:
-        if self._kept is not None:
-            self.routes.release(self._kept)
-            self._kept = None
         if self._preparers is not None:
             self._preparers.shutdown()
             self._preparers = None

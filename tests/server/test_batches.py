@@ -444,32 +444,31 @@ def test_a_batch_reads_small_bodies_ahead_and_a_large_one_with_its_mail(four_gam
 
 
 def test_a_busy_game_stays_with_the_worker_that_holds_its_state(four_games):
-    """A game's mail handled alone keeps its route with the worker while the
-    oldest waiting mail is that game's next: another worker finds the game
-    taken, and the state is decoded once for all its mails (a 10,000-player
-    giveaway's document takes 16 ms to decode).  Once no mail of it waits,
-    the game is given back."""
+    """A game's mail handled alone: the pass goes on with that game's next
+    mails while each is the oldest waiting, the game's route held all along
+    (another worker finds it taken), so the state is decoded once for all
+    of them (a 10,000-player giveaway's document takes 16 ms to decode).
+    The route is given back when the pass ends."""
     pbm = four_games
     with _worker(pbm) as (db, worker), _worker(pbm) as (_, other):
         ids = store_messages(db, [_join(pbm, n, "b1") for n in range(3)])
-        assert worker.run_once()
-        assert other.pick(16) == []  # b1 is still the first worker's
-        assert worker.run_once() and worker.run_once()
+        seen: list[list] = []
+        worker.on_processed = lambda: seen.append(other.pick(16))
+        assert worker.run_once()  # one pass
         assert _status(db) == {i: "done" for i in ids}
+        assert seen[:2] == [[], []]  # between the game's mails, b1 was this worker's
         assert _players(pbm, "b1") == ["p0", "p1", "p2"]
         assert worker.states.misses == 1 and worker.states.hits >= 2
-        assert not worker.run_once()  # nothing waits: b1 is given back
-        assert other.routes.take(game_key("b1"))
+        assert other.routes.take(game_key("b1"))  # given back at the end of the pass
 
 
-def test_a_kept_game_is_given_back_when_another_game_s_mail_is_older(four_games):
+def test_a_pass_leaves_a_game_when_another_game_s_mail_is_older(four_games):
     pbm = four_games
-    with _worker(pbm, PBM_BATCH="1") as (db, worker), _worker(pbm) as (_, other):
+    with _worker(pbm, PBM_BATCH="1") as (db, worker):
         ids = store_messages(db, [_join(pbm, 0, "b1"), _join(pbm, 1, "b2"), _join(pbm, 2, "b1")])
-        assert worker.run_once()  # b1's first mail; b2's is the oldest now
-        assert worker.run_once()
+        assert worker.run_once()  # b1's first mail; then b2's is the oldest
+        assert _status(db) == {ids[0]: "done", ids[1]: "new", ids[2]: "new"}
+        assert worker.run_once()  # b2's, then b1's second is the oldest, but of another game
         assert _status(db) == {ids[0]: "done", ids[1]: "done", ids[2]: "new"}
-        assert other.routes.take(game_key("b1"))  # given back before b2 was taken
-        other.routes.release(game_key("b1"))
         assert worker.run_once()
         assert _status(db)[ids[2]] == "done"
