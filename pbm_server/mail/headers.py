@@ -308,6 +308,12 @@ _PLAIN = re.compile(r"(?!.*=\?)[\x21-\x7e]+(?: [\x21-\x7e]+)*\Z")
 #: an address the email package writes back as it is: a dot-atom local
 #: part (no encoded word in it) at a domain of letters, digits and hyphens
 _PLAIN_ADDRESS = re.compile(rf"(?!.*=\?){ATEXT}(?:\.{ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\Z")
+def is_plain_address(addr: str) -> bool:
+    """A dot-atom address at a domain of letters, digits and hyphens (no
+    encoded word): one that every reader takes as it is written."""
+    return _PLAIN_ADDRESS.match(addr) is not None
+
+
 #: headers whose value is parsed as an address list
 _ADDRESS_HEADERS = frozenset({"to", "cc", "bcc", "from", "sender", "reply-to"})
 

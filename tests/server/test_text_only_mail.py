@@ -122,3 +122,17 @@ def test_a_reply_reads_back_as_written():
     assert msg.get_content_type() == "text/plain" and msg.get_content_charset() == "utf-8"
     assert "Your order: GIVE 5 € TO bob" in msg.get_content()
     assert msg.get_content().startswith("Hello ann,")
+
+
+@settings(max_examples=300, deadline=None)
+@given(local=st.text(st.sampled_from("abcXYZ019!#$%&'*+/=?^_`{|}~-.@<> \"(),;:\\[]\u00e9"), min_size=1, max_size=12),
+       domain=st.text(st.sampled_from("abc019-.[]@ \u00e9"), min_size=1, max_size=12))
+def test_an_address_is_quoted_for_smtp_as_smtplib_quotes_it(local, domain):
+    """Delivery writes a plain address in MAIL and RCPT without smtplib's parse (outbound.quoted)."""
+    import smtplib
+
+    from pbm_server.mail.outbound import quoted
+
+    addr = f"{local}@{domain}"
+    assert quoted(addr) == smtplib.quoteaddr(addr)
+    assert quoted("ann@example.org") == "<ann@example.org>"
