@@ -408,14 +408,14 @@ class Worker(Poller):
         order of the game's mails and of all mail is the same.  The route is
         given back when the pass ends, as before."""
         for _ in range(self.STAY_WITH_GAME - 1):
-            if self.on_processed:
-                self.on_processed()  # its reply goes out now, not after the run
-            self.rest_between()
             if self.stopping:
                 return
             waiting = self.waiting(limit=1)
             if not waiting or waiting[0][1] != key:
                 return
+            if self.on_processed:
+                self.on_processed()  # the last mail's reply goes out now, not after the pass
+            self.rest_between()
             self.process(waiting[0][0], held=key)
 
     def close(self) -> None:
