@@ -305,9 +305,13 @@ ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 #: a value the email package writes back as it is: printable ASCII words
 #: with one space between them, and no encoded word (``=?``) to decode
 _PLAIN = re.compile(r"(?!.*=\?)[\x21-\x7e]+(?: [\x21-\x7e]+)*\Z")
-#: an address the email package writes back as it is: a dot-atom local
-#: part (no encoded word in it) at a domain of letters, digits and hyphens
-_PLAIN_ADDRESS = re.compile(rf"(?!.*=\?){ATEXT}(?:\.{ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\Z")
+#: a dot-atom address at a domain of letters, digits and hyphens (a pattern)
+DOT_ATOM_ADDRESS = rf"{ATEXT}(?:\.{ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+#: an address the email package writes back as it is: such an address with
+#: no encoded word in it
+_PLAIN_ADDRESS = re.compile(rf"(?!.*=\?){DOT_ATOM_ADDRESS}\Z")
+
+
 def is_plain_address(addr: str) -> bool:
     """A dot-atom address at a domain of letters, digits and hyphens (no
     encoded word): one that every reader takes as it is written."""

@@ -21,6 +21,7 @@ from inscriptis import get_text as html_to_text  # type: ignore[import-untyped]
 from games.base import Line
 from pbm_server.mail.headers import (
     ATEXT,
+    DOT_ATOM_ADDRESS,
     MAX_FIELDS,
     HeaderBudgetSpent,
     bounded,
@@ -81,8 +82,6 @@ class IncomingMail:
 #: twentieth of a mail's handling, and every mail's is new)
 _AS_WRITTEN = frozenset({"message-id", "references", "in-reply-to", "subject"})
 _PLAIN_VALUE = re.compile(r"[ -~]*")
-#: an address of a dot-atom at a domain of letters, digits and hyphens
-_DOT_ATOM_ADDRESS = rf"{ATEXT}(?:\.{ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
 #: a Message-ID the email package parses without complaint: <dot-atom@dot-atom>
 _PLAIN_ID = re.compile(rf"[ \t]*<{ATEXT}(?:\.{ATEXT})*@{ATEXT}(?:\.{ATEXT})*>[ \t]*")
 
@@ -351,7 +350,7 @@ def _depth(msg: Message) -> int:
 #: address, which is then the dot-atom address in it: that address alone, or
 #: in <...> after a display name of plain words (no "@"); no encoded word
 #: anywhere (the package decodes one even inside an address)
-_PLAIN_FROM = re.compile(rf"(?!.*=\?)[ \t]*(?:(?:{ATEXT}[ \t]+)+<({_DOT_ATOM_ADDRESS})>|({_DOT_ATOM_ADDRESS}))[ \t]*")
+_PLAIN_FROM = re.compile(rf"(?!.*=\?)[ \t]*(?:(?:{ATEXT}[ \t]+)+<({DOT_ATOM_ADDRESS})>|({DOT_ATOM_ADDRESS}))[ \t]*")
 
 
 def _from_address(msg: EmailMessage) -> tuple[str, str | None]:
