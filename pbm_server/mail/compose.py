@@ -33,7 +33,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, Template, Templa
 
 from games.base import Result, Section
 from pbm_server.base.settings import Settings
-from pbm_server.mail.headers import POLICY, SMTP_POLICY, PlainHeader, UrlListHeader, plain_or_parsed
+from pbm_server.mail.headers import POLICY, SMTP_POLICY, PlainHeader, UrlListHeader, is_plain, plain_or_parsed
 
 #: the package the templates are installed as (the repository's top-level
 #: templates/, mapped into the wheel by setup.py)
@@ -378,7 +378,7 @@ class PlainSubject(PlainHeader):
 
 def subject_header(value: str) -> PlainSubject | SubjectHeader:
     """The Subject header of a mail we write: parsed only when it is not plain."""
-    if isinstance(plain_or_parsed("Subject", value), PlainHeader):
+    if is_plain("Subject", value):
         return PlainSubject("Subject", value)
     return SubjectHeader("Subject", value)
 

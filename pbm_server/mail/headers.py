@@ -380,12 +380,19 @@ class UrlListHeader(PlainHeader):
         return f"{self.name}: " + f",{policy.linesep} ".join(f"<{u}>" for u in self.urls) + str(policy.linesep)
 
 
+def is_plain(name: str, value: str) -> bool:
+    """Whether the email package would write ``value`` back as it is as the
+    header ``name`` of a mail we write (a plain address in an address
+    header, plain printable words in any other)."""
+    plain = _PLAIN_ADDRESS if name.lower() in _ADDRESS_HEADERS else _PLAIN
+    return plain.match(value) is not None
+
+
 def plain_or_parsed(name: str, value: str) -> Any:
     """``value`` as the header ``name`` of a mail we write: a
-    :class:`PlainHeader` when the email package would write it back as it
-    is, else the value itself, which the policy parses."""
-    plain = _PLAIN_ADDRESS if name.lower() in _ADDRESS_HEADERS else _PLAIN
-    return PlainHeader(name, value) if plain.match(value) else value
+    :class:`PlainHeader` when it :func:`is_plain`, else the value itself,
+    which the policy parses."""
+    return PlainHeader(name, value) if is_plain(name, value) else value
 
 
 #: reading and writing mail: policy.default with each header parsed once
