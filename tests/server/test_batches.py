@@ -453,10 +453,13 @@ def test_a_busy_game_stays_with_the_worker_that_holds_its_state(four_games):
     with _worker(pbm) as (db, worker), _worker(pbm) as (_, other):
         ids = store_messages(db, [_join(pbm, n, "b1") for n in range(3)])
         seen: list[list] = []
+        rests: list[float] = []
         worker.on_processed = lambda: seen.append(other.pick(16))
+        worker.after_busy = rests.append  # what pbm serve's run gives: intake goes first
         assert worker.run_once()  # one pass
         assert _status(db) == {i: "done" for i in ids}
         assert seen[:2] == [[], []]  # between the game's mails, b1 was this worker's
+        assert len(rests) == 2  # rested between the mails, as between passes
         assert _players(pbm, "b1") == ["p0", "p1", "p2"]
         assert worker.states.misses == 1 and worker.states.hits >= 2
         assert other.routes.take(game_key("b1"))  # given back at the end of the pass
@@ -472,3 +475,15 @@ def test_a_pass_leaves_a_game_when_another_game_s_mail_is_older(four_games):
         assert _status(db) == {ids[0]: "done", ids[1]: "done", ids[2]: "new"}
         assert worker.run_once()
         assert _status(db)[ids[2]] == "done"
+
+
+def test_server_mail_is_handled_one_a_pass(four_games):
+    """Mail to pbm@ (the server's route) has no game state to keep warm: a
+    pass takes one and gives the route back."""
+    pbm = four_games
+    with _worker(pbm) as (db, worker):
+        ids = store_messages(db, [_join(pbm, n, "pbm", subject=f"help {n}") for n in range(2)])
+        assert worker.run_once()
+        assert _status(db) == {ids[0]: "done", ids[1]: "new"}
+        assert worker.run_once()
+        assert _status(db) == {i: "done" for i in ids}

@@ -136,3 +136,21 @@ def test_an_address_is_quoted_for_smtp_as_smtplib_quotes_it(local, domain):
     addr = f"{local}@{domain}"
     assert quoted(addr) == smtplib.quoteaddr(addr)
     assert quoted("ann@example.org") == "<ann@example.org>"
+
+
+@pytest.mark.parametrize("to_addr, html, short", [("ann@example.org", None, True), ("jörg@example.org", None, False),
+                                                  ("ann@example.org", "<p>board</p>", False)])
+def test_only_a_text_reply_to_an_ascii_address_takes_the_short_way(monkeypatch, to_addr, html, short):
+    """docs: a reply with an HTML part, or to an address outside ASCII (sent
+    with SMTPUTF8), is written by the email package as before."""
+    from pbm_server.mail import compose
+
+    taken: list[int] = []
+    real = compose.text_only_mail
+    monkeypatch.setattr(compose, "text_only_mail", lambda headers, text: taken.append(1) or real(headers, text))
+    composer = Composer(Settings(domain="pbm.test"))
+    _, raw = composer.message(to_addr=to_addr, to_name="ann", from_local="g", subject="g: turn", body=Rendered("x\n", html),
+                              auto="auto-replied", now=datetime(2027, 2, 26, 23, 30, tzinfo=timezone.utc))
+    assert bool(taken) is short
+    msg = message_from_bytes(raw, policy=default)
+    assert msg.get_content_type() == ("text/plain" if html is None else "multipart/alternative")
