@@ -697,14 +697,14 @@ class Composer:
         message_id = message_id or make_msgid(domain=domain)
         # the values of this mail alone are written as they are when they are plain
         headers: list[tuple[str, Any]] = [
-            ("From", formataddr((from_name, self.settings.address(from_local)))),
+            ("From", plain_or_parsed("From", formataddr((from_name, self.settings.address(from_local))))),
             ("To", plain_or_parsed("To", to_addr)),
             ("Subject", subject_header(redact(subject, set(secrets)))),
             ("Date", plain_or_parsed("Date", format_datetime(now))),
             ("Message-ID", plain_or_parsed("Message-ID", message_id)),
-            ("Auto-Submitted", auto),
-            ("X-Auto-Response-Suppress", "All"),
-            ("X-Loop", server),
+            ("Auto-Submitted", plain_or_parsed("Auto-Submitted", auto)),
+            ("X-Auto-Response-Suppress", plain_or_parsed("X-Auto-Response-Suppress", "All")),
+            ("X-Loop", plain_or_parsed("X-Loop", server)),
         ]
         if unsubscribe is not None:
             headers.append(("List-Unsubscribe", UrlListHeader("List-Unsubscribe", unsubscribe)))

@@ -343,8 +343,54 @@ class PlainHeader(str):
     def fold(self, *, policy: EmailPolicy) -> str:
         line = f"{self.name}: {self}"
         if policy.max_line_length and len(line) > policy.max_line_length:
-            return str(_parsed(policy.header_factory, self.name, str(self)).fold(policy=policy))
+            folded = None
+            if self.name.lower() not in _ADDRESS_HEADERS:
+                folded = fold_plain_words(self.name, str(self), policy.max_line_length, str(policy.linesep))
+            if folded is None:
+                return str(_parsed(policy.header_factory, self.name, str(self)).fold(policy=policy))
+            return folded
         return line + str(policy.linesep)
+
+
+def fold_plain_words(name: str, value: str, maxlen: int, linesep: str) -> str | None:
+    """A header of plain words (:data:`_PLAIN`) too long for one line, folded
+    as the email package folds an unstructured header of such words, without
+    parsing it: the label and a space, then the whole value on the next line
+    if it fits on a line of its own; else word after word, each word that
+    does not fit beginning a new line with the space before it.  None where
+    that model may not hold (a word of a line's length, a header the package
+    parses as structured): the package folds it.  A reply's References of two
+    message ids is the common case.  ``tests/server/test_plain_fold.py``
+    holds it to the package's bytes."""
+    if name.lower() not in _UNSTRUCTURED_FOLDS or _PLAIN.match(value) is None:
+        return None
+    words = value.split(" ")
+    if max(map(len, words)) + 1 >= maxlen or len(name) + 2 >= maxlen:
+        return None
+    label = name + ":"
+    if len(value) + 1 <= maxlen:
+        return f"{label}{linesep} {value}{linesep}"
+    lines = [label + " "]
+    for n, word in enumerate(words):
+        if n:
+            if len(lines[-1]) + 1 <= maxlen:
+                lines[-1] += " "
+            else:
+                lines.append(" ")
+        if len(lines[-1]) + len(word) <= maxlen:
+            lines[-1] += word
+        elif lines[-1].endswith(" "):
+            lines[-1] = lines[-1][:-1]
+            lines.append(" " + word)
+        else:
+            return None
+    return linesep.join(lines) + linesep
+
+
+#: headers the email package folds as unstructured text, that a mail we write
+#: may hold a long plain value of (the others go to the package)
+_UNSTRUCTURED_FOLDS = frozenset({"references", "in-reply-to", "x-loop", "auto-submitted",
+                                 "x-auto-response-suppress", "list-unsubscribe-post"})
 
 
 #: a URL written in List-Unsubscribe as it is: printable ASCII with none of
@@ -382,10 +428,16 @@ class UrlListHeader(PlainHeader):
 
 def is_plain(name: str, value: str) -> bool:
     """Whether the email package would write ``value`` back as it is as the
-    header ``name`` of a mail we write (a plain address in an address
-    header, plain printable words in any other)."""
-    plain = _PLAIN_ADDRESS if name.lower() in _ADDRESS_HEADERS else _PLAIN
+    header ``name`` of a mail we write (in an address header a plain
+    address, alone or after a name of atoms in angle brackets; plain
+    printable words in any other)."""
+    plain = _PLAIN_MAILBOX if name.lower() in _ADDRESS_HEADERS else _PLAIN
     return plain.match(value) is not None
+
+
+#: a plain address alone, or after a display name of atoms (words of atext
+#: with one space between them: nothing the package quotes) in angle brackets
+_PLAIN_MAILBOX = re.compile(rf"(?!.*=\?)(?:{DOT_ATOM_ADDRESS}|{ATEXT}(?: {ATEXT})* <{DOT_ATOM_ADDRESS}>)\Z")
 
 
 def plain_or_parsed(name: str, value: str) -> Any:
