@@ -328,9 +328,10 @@ class PlainHeader(str):
     its header object is most of the CPU of writing a reply's headers, and
     the values a reply has of its own (To, Date, Message-ID, In-Reply-To,
     References) are plain.  Made by :func:`plain_or_parsed`, which parses
-    every other value; a line longer than the policy allows is folded by
-    the email package as before (``tests/server/test_deferred_replies.py``
-    shows both write the same bytes)."""
+    every other value; a line longer than the policy allows is folded as
+    the email package folds it (:func:`fold_plain_words`, or the package
+    itself; ``tests/server/test_deferred_replies.py`` and
+    ``tests/server/test_plain_fold.py`` show both write the same bytes)."""
 
     name: str
     defects: tuple[Any, ...] = ()
