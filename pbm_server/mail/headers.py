@@ -101,6 +101,7 @@ MAX_COMMENTS = 50
 #: what parsing one mail's headers costs to well under a second of CPU
 MAX_PARSED_CHARS = 20_000
 
+#: headers whose value is read as addresses (their caps; which values a mail we write keeps as written)
 _ADDRESS_HEADERS = frozenset({"from", "sender", "reply-to", "to", "cc", "bcc", "resent-from", "resent-sender",
                               "resent-to", "resent-cc", "resent-bcc", "return-path", "disposition-notification-to"})
 _ID_HEADERS = frozenset({"references", "in-reply-to", "message-id", "resent-message-id"})
@@ -316,10 +317,6 @@ def is_plain_address(addr: str) -> bool:
     """A dot-atom address at a domain of letters, digits and hyphens (no
     encoded word): one that every reader takes as it is written."""
     return _PLAIN_ADDRESS.match(addr) is not None
-
-
-#: headers whose value is parsed as an address list
-_ADDRESS_HEADERS = frozenset({"to", "cc", "bcc", "from", "sender", "reply-to"})
 
 
 class PlainHeader(str):
