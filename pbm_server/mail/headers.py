@@ -341,9 +341,7 @@ class PlainHeader(str):
     def fold(self, *, policy: EmailPolicy) -> str:
         line = f"{self.name}: {self}"
         if policy.max_line_length and len(line) > policy.max_line_length:
-            folded = None
-            if self.name.lower() not in _ADDRESS_HEADERS:
-                folded = fold_plain_words(self.name, str(self), policy.max_line_length, str(policy.linesep))
+            folded = fold_plain_words(self.name, str(self), policy.max_line_length, str(policy.linesep))
             if folded is None:
                 return str(_parsed(policy.header_factory, self.name, str(self)).fold(policy=policy))
             return folded
@@ -359,8 +357,10 @@ def fold_plain_words(name: str, value: str, maxlen: int, linesep: str) -> str | 
     that model may not hold (a word of a line's length, a header the package
     parses as structured): the package folds it.  A reply's References of two
     message ids is the common case.  ``tests/server/test_plain_fold.py``
-    holds it to the package's bytes."""
-    if name.lower() not in _UNSTRUCTURED_FOLDS or _PLAIN.match(value) is None:
+    holds it to the package's bytes.  (A Subject we write follows a rule of
+    our own instead: compose.fold_subject.)"""
+    low = name.lower()
+    if low in _STRUCTURED or low in _ADDRESS_HEADERS or _PLAIN.match(value) is None:
         return None
     words = value.split(" ")
     if max(map(len, words)) + 1 >= maxlen or len(name) + 2 >= maxlen:
@@ -384,11 +384,6 @@ def fold_plain_words(name: str, value: str, maxlen: int, linesep: str) -> str | 
             return None
     return linesep.join(lines) + linesep
 
-
-#: headers the email package folds as unstructured text, that a mail we write
-#: may hold a long plain value of (the others go to the package)
-_UNSTRUCTURED_FOLDS = frozenset({"references", "in-reply-to", "x-loop", "auto-submitted",
-                                 "x-auto-response-suppress", "list-unsubscribe-post"})
 
 
 #: a URL written in List-Unsubscribe as it is: printable ASCII with none of
