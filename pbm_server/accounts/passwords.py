@@ -13,6 +13,7 @@ the threat model.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -25,7 +26,14 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 # Moderate cost: a command mail is verified once; 19 MiB, 2 passes (OWASP's minimum for argon2id).
 _HASHER = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)
-_DUMMY = _HASHER.hash("no account has this password")
+
+
+@functools.cache
+def _dummy() -> str:
+    """The hash an unknown account's password is checked against, made the
+    first time one is (not on import: every `pbm` command, and every process
+    of a server, would pay an Argon2 hash for it)."""
+    return _HASHER.hash("no account has this password")
 
 
 class VerifiedCache:
@@ -81,7 +89,7 @@ def verify_password(stored: str | None, password: str) -> bool:
     if stored is not None and VERIFIED.size and VERIFIED.knows(stored, password):
         return True
     try:
-        ok = _HASHER.verify(stored or _DUMMY, password) and stored is not None
+        ok = _HASHER.verify(stored or _dummy(), password) and stored is not None
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
     if ok and stored is not None and VERIFIED.size:
