@@ -240,9 +240,13 @@ def due_work(session: Session, mailer: Mailer, game: Game, now: datetime) -> int
     return done or None
 
 
+#: the games with a seat whose window to confirm is over (one Core statement,
+#: asked every scheduler pass)
+DUE_GAMES = select(ReadySeat.game_id).where(ReadySeat.ready_at.is_(None), ReadySeat.due_at <= bindparam("now")).distinct()
+
+
 def due_games(session: Session, now: datetime) -> list[int]:
-    return sorted(set(session.scalars(select(ReadySeat.game_id).where(
-        ReadySeat.ready_at.is_(None), ReadySeat.due_at <= now)).all()))
+    return sorted(session.connection().execute(DUE_GAMES, {"now": now}).scalars())
 
 
 def _hand_over(session: Session, mailer: Mailer, game: Game, seat: ReadySeat, entry: WaitingEntry, acc: Account,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select, union
 from sqlalchemy.orm import Session
 
 from games import get_rules
@@ -305,15 +305,20 @@ def due_work(session: Session, mailer: Mailer, game: Game, now: datetime) -> int
     return done or None
 
 
+#: the games with a vote whose time is up, a pause by vote that is over, or an
+#: open vote whose turn has run (void at once: turns run by the scheduler or
+#: the GM); one Core statement, asked every scheduler pass
+DUE_GAMES = union(
+    select(Vote.game_id).where(Vote.status == "open", Vote.closes_at <= bindparam("now")),
+    select(VoteSettings.game_id).where(VoteSettings.paused_until <= bindparam("now"), VoteSettings.paused_by == "vote"),
+    select(Vote.game_id).join(Game, Game.id == Vote.game_id).where(
+        Vote.status == "open", (Vote.turn != Game.turn) | (Game.status != "running")),
+)
+
+
 def due_games(session: Session, now: datetime) -> list[int]:
     """The games with a vote whose time is up, or a pause by vote that is over."""
-    ids = set(session.scalars(select(Vote.game_id).where(Vote.status == "open", Vote.closes_at <= now)).all())
-    ids.update(session.scalars(select(VoteSettings.game_id).where(VoteSettings.paused_until <= now,
-                                                                  VoteSettings.paused_by == "vote")).all())
-    # an open vote whose turn has run is void at once (turns run by the scheduler or the GM)
-    ids.update(session.scalars(select(Vote.game_id).join(Game, Game.id == Vote.game_id).where(
-        Vote.status == "open", (Vote.turn != Game.turn) | (Game.status != "running"))).all())
-    return sorted(ids)
+    return sorted(session.connection().execute(DUE_GAMES, {"now": now}).scalars())
 
 
 def shown(session: Session, game: Game, tz: str | None = None) -> list[str]:

@@ -74,6 +74,9 @@ _MAYBE_BUSY = (
                     minutes_before(Game.next_deadline, Game.remind_minutes) <= bindparam("now", type_=UTCDateTime))))
     .order_by(Game.next_deadline))
 
+#: every running game's id and kind (the minute's tick)
+_RUNNING_KINDS = select(Game.id, Game.kind).where(Game.status == "running").order_by(Game.id)
+
 
 class Scheduler:
     def __init__(self, db: Database, settings: Settings, mailer: Mailer, on_mail: Callable[[], None] | None = None):
@@ -95,7 +98,11 @@ class Scheduler:
         """The running games that may have something to do at ``now``, with
         the columns a pass decides on (:data:`_MAYBE_BUSY`)."""
         with self.db.read() as s:
-            return list(s.execute(_MAYBE_BUSY, {"now": now}).all())
+            return self._overview_in(s, now)
+
+    @staticmethod
+    def _overview_in(s: Session, now: datetime) -> list[Any]:
+        return list(s.connection().execute(_MAYBE_BUSY, {"now": now}).all())
 
     def _maybe_due(self, now: datetime, overview: list[Any] | None = None) -> list[int]:
         out = []
@@ -338,19 +345,29 @@ class Scheduler:
         audit(s, now, "scheduler", "reminders", f"{game.name} {rules.turn_name} {game.turn}: " + (", ".join(owing) or "nobody owes orders"), game)
         return sent
 
-    def run_people(self) -> int:
+    def run_people(self, due: tuple[list[int], list[int]] | None = None) -> int:
         """Players' votes whose time is up closed, pauses by vote ended, and
         ready checks' seats past their window handed on (play/votes.py,
-        play/readycheck.py): each game in its own transaction, under its key."""
-        now = clock.now()
-        with self.db.read() as s:
-            voting, ready = votes.due_games(s, now), readycheck.due_games(s, now)
+        play/readycheck.py): each game in its own transaction, under its key.
+        ``due``: the games of each, as :meth:`_look` found them."""
+        if due is None:
+            now = clock.now()
+            with self.db.read() as s:
+                due = votes.due_games(s, now), readycheck.due_games(s, now)
+        voting, ready = due
         n = self._each_game("votes", voting, lambda s, g: votes.due_work(s, self.mailer, g, clock.now()))
         return n + self._each_game("ready", ready, lambda s, g: readycheck.due_work(s, self.mailer, g, clock.now()))
 
+    def _look(self, now: datetime) -> tuple[tuple[list[int], list[int]], list[Any]]:
+        """One read transaction for what a pass decides on: the games with
+        votes or ready checks due, and the overview (:meth:`_overview`)."""
+        with self.db.read() as s:
+            due = votes.due_games(s, now), readycheck.due_games(s, now)
+            return due, self._overview_in(s, now)
+
     def run_ticks(self) -> int:
         with self.db.read() as s:
-            running = s.execute(select(Game.id, Game.kind).where(Game.status == "running").order_by(Game.id)).all()
+            running = s.connection().execute(_RUNNING_KINDS).all()
         # a write transaction per game only for the kinds that tick (a minute's
         # thousands of giveaway games would hold SQLite's one writer for nothing)
         ids = [game_id for game_id, kind in running if _ticks(kind)]
@@ -366,8 +383,10 @@ class Scheduler:
         # (it moved its game's deadline): a pass every half second over
         # thousands of games costs the back end's CPU
         # votes first: one that closes at a deadline is decided before that turn runs
-        n = self.run_people()
-        overview = self._overview(clock.now())
+        due, overview = self._look(clock.now())
+        n = self.run_people(due)
+        if any(due):  # a vote may have closed or a seat moved: look at the games again
+            overview = self._overview(clock.now())
         n += self.run_due(overview)
         n += self.run_reminders(overview if n == 0 else None)
         if time.monotonic() - self._last_tick >= self.settings.tick_seconds:

@@ -333,3 +333,50 @@ def test_a_scheduler_pass_reads_only_the_games_with_something_to_do(pbm_stopped)
         assert picked_then == {ids["window"], ids["opens-in-a-moment"]}
     finally:
         db.dispose()
+
+
+def test_an_idle_scheduler_pass_asks_three_statements(pbm_stopped):
+    """Every half second, on every back end, the scheduler asks what is due:
+    with nothing due (no vote, no ready check, no deadline near) a pass is
+    one read of three statements -- the games with votes due, those with
+    ready checks due, and the overview of the games -- not a read for the
+    people and another for the games (five statements and a transaction
+    more: half of an idle back end's scheduler CPU)."""
+    from sqlalchemy import event
+
+    from pbm_server.base.settings import load_settings
+    from pbm_server.mail.compose import Composer
+    from pbm_server.play.notices import Mailer
+    from pbm_server.running.scheduler import Scheduler
+    from pbm_server.store.db import Database
+
+    from pbm_server.base import clock
+
+    pbm_stopped.new_game("giveaway", "give1", deadline="every Saturday 03:00 UTC")
+    pbm_stopped.new_game("giveaway", "give2", deadline="every Saturday 03:00 UTC")
+    settings = load_settings(pbm_stopped.env)
+    clock.use_file(settings.clock_file)  # the harness's Monday morning, days before the deadlines
+    db = Database(pbm_stopped.db_url)
+    asked: list[str] = []
+    event.listen(db.engine, "before_cursor_execute",
+                 lambda conn, cursor, sql, params, context, many: asked.append(" ".join(sql.split())))
+    reads = 0
+    read = db.read
+
+    def counting():
+        nonlocal reads
+        reads += 1
+        return read()
+
+    db.read = counting  # type: ignore[method-assign]
+    try:
+        sched = Scheduler(db, settings, Mailer(Composer(settings)))
+        sched._last_tick = 1e18  # the minute's tick is not part of this pass
+        assert sched.run_once() == 0
+    finally:
+        clock.use_file(None)
+        db.dispose()
+    assert reads == 1, reads
+    assert len(asked) == 3, asked
+    assert any("FROM votes" in q and "vote_settings" in q for q in asked), asked
+    assert any("FROM ready_seats" in q for q in asked), asked
