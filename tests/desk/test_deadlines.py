@@ -344,13 +344,12 @@ def test_an_idle_scheduler_pass_asks_three_statements(pbm_stopped):
     more: half of an idle back end's scheduler CPU)."""
     from sqlalchemy import event
 
+    from pbm_server.base import clock
     from pbm_server.base.settings import load_settings
     from pbm_server.mail.compose import Composer
     from pbm_server.play.notices import Mailer
     from pbm_server.running.scheduler import Scheduler
     from pbm_server.store.db import Database
-
-    from pbm_server.base import clock
 
     pbm_stopped.new_game("giveaway", "give1", deadline="every Saturday 03:00 UTC")
     pbm_stopped.new_game("giveaway", "give2", deadline="every Saturday 03:00 UTC")
