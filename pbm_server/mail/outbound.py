@@ -54,7 +54,7 @@ from pbm_server.mail import bounces
 from pbm_server.mail.compose import Composer, written_out
 from pbm_server.mail.headers import is_plain_address
 from pbm_server.mail.queues import RELAY_FAILS
-from pbm_server.store.db import LOCK_OUTBOUND, Database
+from pbm_server.store.db import LOCK_OUTBOUND, Database, IdleMark
 from pbm_server.store.lookup import audit
 from pbm_server.store.models import AuditEntry, OutboundMail, table
 
@@ -142,6 +142,8 @@ _FREE = or_(_OUT.c.claimed_until.is_(None), _OUT.c.claimed_until < bindparam("no
 _DUE = (select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.next_attempt_at <= bindparam("now"), _FREE,
                                 _OUT.c.kind != "alert")  # alerts: mail/alerts.py posts them
         .order_by(_OUT.c.id).limit(bindparam("n", type_=Integer)))
+#: any row still to relay, due or not (a pass that finds none may rest)
+_ANY_PENDING = select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.kind != "alert").limit(1)
 _CLAIM = (_OUT.update().where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending", _FREE)
           .values(claimed_by=bindparam("me"), claimed_until=bindparam("until", type_=_OUT.c.claimed_until.type)))
 _MINE = (select(_OUT.c.id).where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending",
@@ -410,6 +412,8 @@ class Outbound(Poller):
         self.db = db
         self.settings = settings
         self.on_failed = on_failed  # callable(session, row) -> None: tell the GM
+        #: whether a look found no row pending since the last commit (run_once)
+        self.idle = IdleMark(db)
         #: rows a pass may take (``pbm serve`` takes one at a time while mail streams in)
         self.batch: Callable[[], int] = lambda: 100
         #: who claims rows: stable across a restart of this server (so it takes
@@ -678,10 +682,18 @@ class Outbound(Poller):
         # first the rows the relay accepted but we could not mark: never send them again
         if not self._record_unrecorded():
             return 0
+        # nothing committed anywhere since a look found nothing pending at
+        # all: nothing is due now either (SQLite; Database.change_mark)
+        if self.idle.unchanged():
+            self._end_idle_session()
+            return 0
         now = clock.now()
         try:
             with self.db.read() as s:
-                due = s.connection().execute(_DUE, {"now": now, "me": self.identity, "n": limit}).scalars().all()
+                conn = s.connection()
+                due = conn.execute(_DUE, {"now": now, "me": self.identity, "n": limit}).scalars().all()
+                if not due and conn.execute(_ANY_PENDING).first() is None:
+                    self.idle.found_nothing()
             mine = self._claim(list(due), clock.now()) if due else []
             held: set[str] = set()
             if mine:

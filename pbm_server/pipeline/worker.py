@@ -76,7 +76,7 @@ from pbm_server.pipeline.shunts import ShuntNotices
 from pbm_server.play import turns
 from pbm_server.play.notices import Mailer, tell_gm
 from pbm_server.play.statecache import StateCache
-from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, RouteLocks, game_key, is_transient
+from pbm_server.store.db import EXCLUSIVE, SERVER_KEY, SHARED, Database, IdleMark, RouteLocks, game_key, is_transient
 from pbm_server.store.lookup import Credentials, audit, credentials_ahead, credentials_by_email, games_ahead, load_games
 from pbm_server.store.models import Account, InboundBody, InboundMail, preload_states, table
 
@@ -241,6 +241,10 @@ class Worker(Poller):
         self.bounces = bounces.Bounces(settings, self.tell_gm)
         self._bounce_key: bytes | None = None
         self._db_failures = 0  # transient database errors in a row
+        #: whether a look found no mail waiting since the last commit (run_once),
+        #: and whether the last look found none (pick)
+        self.idle = IdleMark(db)
+        self._none_waiting = False
         self.states = StateCache()  # decoded game states by version
         #: the workers of this machine that share the waiting mail (pbm serve
         #: sets it): a batch takes at most its share of the waiting games
@@ -319,6 +323,7 @@ class Worker(Poller):
         none."""
         tried: set[str] = set()
         picked: list[tuple[int, str]] = []
+        self._none_waiting = False
         # a short look first (it is all a backlog needs while few workers
         # are busy), the whole look-ahead only if every route in it is taken
         for limit in (self.FIRST_LOOK, self.LOOK_AHEAD):
@@ -341,6 +346,7 @@ class Worker(Poller):
                     return picked
             if picked or len(waiting) < self.FIRST_LOOK:
                 break  # that was all there is, or enough to go on with
+        self._none_waiting = not tried
         if not picked and tried:
             # mail waits, but every game of it is in other hands (another
             # worker's batch, another host's): look again soon, not after
@@ -366,7 +372,14 @@ class Worker(Poller):
         return waiting[0][0] if waiting else None
 
     def run_once(self) -> bool:
-        picked = self.pick(self.settings.batch)
+        # nothing committed anywhere since a look found no mail waiting: no
+        # mail is waiting now either (SQLite; Database.change_mark)
+        if self.idle.unchanged():
+            picked = []
+        else:
+            picked = self.pick(self.settings.batch)
+            if not picked and self._none_waiting:
+                self.idle.found_nothing()
         if not picked:
             self.shunts.flush(self.db)
             if self.settings.gm_address:
