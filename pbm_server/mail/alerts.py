@@ -58,7 +58,7 @@ from pbm_server.base.polling import Poller
 from pbm_server.base.settings import Settings
 from pbm_server.mail.compose import Composer, Rendered
 from pbm_server.mail.outbound import enqueue
-from pbm_server.store.db import LOCK_OUTBOUND, Database
+from pbm_server.store.db import LOCK_OUTBOUND, Database, IdleMark
 from pbm_server.store.models import Account, Game, OutboundMail, table
 
 log = logging.getLogger(__name__)
@@ -303,6 +303,9 @@ _FREE = or_(_OUT.c.claimed_until.is_(None), _OUT.c.claimed_until < bindparam("no
 _DUE = (select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.kind == ALERT,
                                 _OUT.c.next_attempt_at <= bindparam("now"), _FREE)
         .order_by(_OUT.c.id).limit(bindparam("n", type_=Integer)))
+# any alert row at all still to post, due or not: while one waits for a later
+# attempt, time alone makes it due, so an idle pass must keep looking
+_ANY_PENDING = select(_OUT.c.id).where(_OUT.c.status == "pending", _OUT.c.kind == ALERT).limit(1)
 _CLAIM = (_OUT.update().where(_OUT.c.id.in_(bindparam("ids", expanding=True)), _OUT.c.status == "pending", _FREE)
           .values(claimed_by=bindparam("me"), claimed_until=bindparam("until", type_=_OUT.c.claimed_until.type)))
 _RENEW = (_OUT.update().where(_OUT.c.id == bindparam("row_id"), _OUT.c.status == "pending",
@@ -350,6 +353,7 @@ class AlertDelivery(Poller):
         self.identity = identity
         self._client: httpx.Client | None = None
         self._composer: Composer | None = None
+        self.idle = IdleMark(db)
 
     def client(self) -> httpx.Client:
         """One client for every post: certificates checked against the
@@ -373,9 +377,16 @@ class AlertDelivery(Poller):
         return self.run_once()
 
     def run_once(self, limit: int = 20) -> int:
+        # nothing committed anywhere since a look found no alert pending at
+        # all: none is due now either (SQLite; Database.change_mark)
+        if self.idle.unchanged():
+            return 0
         now = clock.now()
         with self.db.read() as s:
-            due = list(s.connection().execute(_DUE, {"now": now, "me": self.identity, "n": limit}).scalars())
+            conn = s.connection()
+            due = list(conn.execute(_DUE, {"now": now, "me": self.identity, "n": limit}).scalars())
+            if not due and conn.execute(_ANY_PENDING).first() is None:
+                self.idle.found_nothing()
         if not due:
             return 0
         lease = timedelta(seconds=self.settings.outbound_claim_seconds)

@@ -16,9 +16,10 @@ from sqlalchemy import event, text
 
 from pbm_server.base import clock
 from pbm_server.base.settings import load_settings
+from pbm_server.mail.alerts import ALERT, AlertDelivery
 from pbm_server.mail.compose import Composer
 from pbm_server.mail.inbound import store_messages
-from pbm_server.mail.outbound import Outbound
+from pbm_server.mail.outbound import Outbound, enqueue_one
 from pbm_server.pipeline.worker import Worker
 from pbm_server.store.db import Database
 
@@ -135,3 +136,41 @@ def test_an_idle_worker_looks_anyway_after_a_while(pbm_stopped):
         asked.clear()
         assert worker.run_once() is False
         assert any("FROM inbox" in q for q in asked), asked
+
+
+def test_the_alert_poller_rests_while_no_alert_is_pending_and_looks_while_one_waits(pbm_stopped):
+    """The alert poller (mail/alerts.py) rests like delivery: nothing asked
+    while no alert row is pending; an alert row waiting for a later attempt
+    keeps it looking (time alone makes the row due), and once the row is due
+    the next pass takes it."""
+    pbm = pbm_stopped
+    with _parts(pbm) as (db, worker, outbound, asked):
+        alerts = AlertDelivery(db, outbound.settings, "idle-test")
+        assert alerts.run_once() == 0  # a look: no alert at all
+        asked.clear()
+        assert alerts.run_once() == 0
+        assert alerts.run_once() == 0
+        if SQLITE:
+            assert asked == [], asked
+        else:
+            assert any("FROM outbox" in q for q in asked), asked
+        # another connection writes an alert row for an hour from now (a retry)
+        other = Database(pbm.db_url)
+        try:
+            with other.write() as s:
+                enqueue_one(s, to_addr="alert:game:999999", message_id="<idle-alert@test>", raw=b"{}",
+                            kind=ALERT, now=clock.now() + timedelta(hours=1))
+        finally:
+            other.dispose()
+        for _ in range(3):
+            asked.clear()
+            assert alerts.run_once() == 0  # not due yet ...
+            assert any("FROM outbox" in q for q in asked), asked  # ... but every pass looks
+        _elsewhere(pbm, "UPDATE outbox SET next_attempt_at = :t WHERE kind = 'alert'",
+                   t=clock.now() - timedelta(minutes=1))
+        assert alerts.run_once() == 1  # due: taken at the next pass (its game is gone: dropped)
+        assert alerts.run_once() == 0
+        asked.clear()
+        assert alerts.run_once() == 0
+        if SQLITE:
+            assert asked == [], asked  # nothing pending again: resting
