@@ -21,6 +21,7 @@ import asyncio
 import logging
 import queue
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -570,6 +571,27 @@ def too_large(limit: int) -> str:
             f"({limit / 1_048_576:.1f} MiB, attachments included); send a shorter mail")
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The listener's socket, bound and listening on the first address the
+    host resolves to, as asyncio would bind it (SO_REUSEADDR; an IPv6 socket
+    for IPv6 only); a port in use is bind's own OSError (EADDRINUSE), which
+    `pbm serve` says in one line as it says the HTTP side's."""
+    family, kind, proto, _, addr = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                      flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(addr)
+        sock.listen(100)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
     from aiosmtpd.controller import Controller
 
@@ -578,8 +600,25 @@ def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
     smtp_class = _limited_smtp_class()
 
     class LimitedController(Controller):
+        _sock: socket.socket | None = None
+
         def factory(self) -> SMTP:
             return smtp_class(self.handler, limits, **self.SMTP_kwargs)
+
+        def start(self) -> None:
+            # bound here, in the caller's thread, so that a port in use is an
+            # error at once: aiosmtpd binds in its loop's thread and, when that
+            # fails, lets start() wait out its whole ready_timeout first
+            self._sock = listening_socket(self.hostname, self.port)
+            try:
+                super().start()
+            except BaseException:
+                self._sock.close()
+                raise
+
+        def _create_server(self) -> Any:
+            assert self._sock is not None
+            return self.loop.create_server(self._factory_invoker, sock=self._sock, ssl=self.ssl_context)
 
     return LimitedController(
         handler,

@@ -417,8 +417,9 @@ class Server:
             on_commit = self._wake_backend if self.split else self._wake_local
             writer = self.writer = IntakeWriter(self.db, on_commit=on_commit)
             handler = InboundHandler(self.settings, writer, GameNames(self.db))
-            controller = self.controller = make_controller(self.settings, handler)
-            controller.start()
+            controller = make_controller(self.settings, handler)
+            controller.start()  # a port in use raises here, with nothing of it to stop
+            self.controller = controller
             if self.split:
                 # the intake writer holds the machine's writer turn (SQLite) while
                 # it commits; each step back from SQLite needs the GIL, which the
