@@ -45,10 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
 from sqlalchemy import Integer, bindparam, or_, select
 from sqlalchemy.orm import Session
 
@@ -60,6 +59,11 @@ from pbm_server.mail.compose import Composer, Rendered
 from pbm_server.mail.outbound import enqueue
 from pbm_server.store.db import LOCK_OUTBOUND, Database, IdleMark
 from pbm_server.store.models import Account, Game, OutboundMail, table
+
+if TYPE_CHECKING:
+    # imported where a post is made: every process of a server and every
+    # `pbm` command imports this module, and only posting needs httpx (70 ms)
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -361,6 +365,8 @@ class AlertDelivery(Poller):
         redirects not followed, no proxy from the environment (it would
         connect for us, past the address check), short timeouts."""
         if self._client is None:
+            import httpx
+
             self._client = httpx.Client(verify=ssl.create_default_context(), follow_redirects=False,
                                         trust_env=False,
                                         timeout=httpx.Timeout(POST_SECONDS, connect=CONNECT_SECONDS))
@@ -445,6 +451,8 @@ class AlertDelivery(Poller):
         ``delivery_id`` (header X-PBM-Delivery) is the same on every attempt of
         one alert: a receiver may drop a second copy (after a kill between the
         receiver's answer and the row marked sent, the alert is posted again)."""
+        import httpx
+
         addresses = resolve_public(target, bool(self.settings.notify_allow_private))
         now = clock.now()
         post = render(target, alert, secret, self.settings, now)

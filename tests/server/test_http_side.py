@@ -192,6 +192,7 @@ def policies(pid: int) -> set[int]:
 
 
 @pytest.mark.process
+@pytest.mark.dbneutral  # the processes' CPU policy: the same on either database
 @pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
 def test_mail_runs_as_sched_batch_and_the_http_side_does_not(pbm: PbmServer):
     """PBM_CPU_POLICY=batch (the default): every thread of the listener and
