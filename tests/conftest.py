@@ -50,7 +50,8 @@ def _nodb_guard(request):
 def served(tmp_path, request, start: bool, extra_env: dict | None = None) -> Iterator[PbmServer]:
     """A harness for one test; after it, no mail the server sent may hold a
     password the test used."""
-    server = PbmServer(tmp_path, extra_env=extra_env, process=in_own_process(request))
+    server = PbmServer(tmp_path, extra_env=extra_env, process=in_own_process(request),
+                       http_side=request.node.get_closest_marker("http_side") is not None)
     try:
         if start:
             server.start()

@@ -312,7 +312,7 @@ START = "2026-11-23T10:00:00+00:00"
 
 class PbmServer:
     def __init__(self, tmp: Path, domain: str = "pbm.test", gm_address: str = "gm@example.org", extra_env: dict | None = None,
-                 process: bool = False, fresh: bool = False):
+                 process: bool = False, fresh: bool = False, http_side: bool = False):
         self.tmp = tmp
         #: `pbm serve` and the CLI as subprocesses (else in this process)
         self.process = process
@@ -341,7 +341,10 @@ class PbmServer:
                 "PBM_DOMAIN": domain,
                 "PBM_RELAY": f"127.0.0.1:{self.sink.port}",
                 "PBM_GM_ADDRESS": gm_address,
-                "PBM_POLL_SECONDS": "0.05",
+                # the in-process server is woken after each in-process CLI
+                # command (_cli_here), as its listener wakes it after each mail;
+                # the poll is left for what the test writes by other ways
+                "PBM_POLL_SECONDS": "0.25",
                 # one back end: most tests need no more, and the machine is
                 # shared by the suite; tests/reliability start several
                 "PBM_BACKENDS": "1",
@@ -356,6 +359,11 @@ class PbmServer:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if process and not http_side:
+            # `pbm serve` in a process of its own starts its HTTP side as one
+            # more process (half a second of CPU to import); only the tests
+            # marked http_side look at it there (in this process it is threads)
+            self.env["PBM_HTTP_LISTEN"] = ""
         self.env.update(extra_env or {})
         self.proc: subprocess.Popen | None = None
         #: every password a test used; no mail the server sends may contain one
@@ -390,6 +398,7 @@ class PbmServer:
         """A writing statement, committed (tests that damage data on purpose)."""
         with self._engine.begin() as c:
             c.execute(text(query), params)
+        self._wake_server()
 
     def set_state(self, game: str, state: dict) -> None:
         """Overwrite a game's stored state document (SQLite or PostgreSQL)."""
@@ -605,6 +614,7 @@ class PbmServer:
                 os.chdir(here)
                 # the CLI set the clock of this process from its settings; a running server keeps its own
                 clock.use_file(self.server.settings.clock_file if self.server is not None else None)
+                self._wake_server()
         stdout, stderr, code = result.stdout, result.stderr, result.exit_code
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             buf = io.StringIO()
@@ -615,6 +625,14 @@ class PbmServer:
         if check and proc.returncode != 0:
             raise AssertionError(f"pbm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc
+
+    def _wake_server(self) -> None:
+        """What an in-process command wrote is looked at now, not at the next
+        poll: the server's workers, delivery and alert poller woken."""
+        server = self.server
+        if server is not None:
+            for poller in (*server.workers, server.outbound, server.alerts):
+                poller.wake.set()
 
     def new_game(self, kind: str, name: str, deadline: str | None = None, **options):
         args = ["game", "new", kind, name]

@@ -280,7 +280,7 @@ def test_two_hosts_handle_reply_and_run_turns_once(tmp_path):
         site.settle()
         site.db.set_clock(start + timedelta(days=1, hours=6, seconds=5))
         wait_until(lambda: all(t == 3 for (t,) in site.db.sql("SELECT turn FROM games")), 40, "round 2 of every game")
-        time.sleep(1.5)  # both schedulers have looked again (PBM_POLL_SECONDS is 0.05)
+        time.sleep(1.5)  # both schedulers have looked again (every 0.25 s: PBM_POLL_SECONDS)
         site.settle()
 
         acked.update(acked2)

@@ -61,6 +61,7 @@ def test_back_end_restarts_and_mail_still_answered(pbm):
     assert "back end 1 exited" in pbm.serve_log()
 
 
+@pytest.mark.http_side  # its HTTP side's process goes too
 def test_back_end_dies_with_the_listener(pbm):
     wait_until(lambda: len(children(pbm.proc.pid)) == 1 and len(children(pbm.proc.pid, http=True)) == 1)
     (back_end,) = children(pbm.proc.pid)
@@ -71,6 +72,7 @@ def test_back_end_dies_with_the_listener(pbm):
     assert "register HANDLE PASSWORD" in pbm.text(pbm.mail("dave@example.org", "pbm", "help"))
 
 
+@pytest.mark.http_side  # its HTTP side's process goes too
 def test_sigterm_stops_all(pbm):
     wait_until(lambda: len(children(pbm.proc.pid)) == 1 and len(children(pbm.proc.pid, http=True)) == 1)
     (back_end,) = children(pbm.proc.pid)

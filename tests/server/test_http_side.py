@@ -192,6 +192,7 @@ def policies(pid: int) -> set[int]:
 
 
 @pytest.mark.process
+@pytest.mark.http_side
 @pytest.mark.dbneutral  # the processes' CPU policy: the same on either database
 @pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
 def test_mail_runs_as_sched_batch_and_the_http_side_does_not(pbm: PbmServer):
@@ -227,6 +228,7 @@ def test_a_system_that_refuses_the_cpu_policy_gets_one_warning_and_mail_goes_on(
 
 
 @pytest.mark.process
+@pytest.mark.http_side
 def test_the_http_side_runs_in_its_own_process_and_is_restarted(pbm: PbmServer):
     """With the listener in its own process (the default), the HTTP side is a
     process of its own, supervised like the back ends: killed, it comes back
