@@ -34,6 +34,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from pbm_server.base import clock, logs
 from pbm_server.base.printable import printable
 from pbm_server.base.settings import Settings
+from pbm_server.base.sockets import listening_socket
 from pbm_server.mail import bounces
 from pbm_server.mail.headers import ATEXT
 from pbm_server.store.db import Database
@@ -571,27 +572,6 @@ def too_large(limit: int) -> str:
             f"({limit / 1_048_576:.1f} MiB, attachments included); send a shorter mail")
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    """The listener's socket, bound and listening on the first address the
-    host resolves to, as asyncio would bind it (SO_REUSEADDR; an IPv6 socket
-    for IPv6 only); a port in use is bind's own OSError (EADDRINUSE), which
-    `pbm serve` says in one line as it says the HTTP side's."""
-    family, kind, proto, _, addr = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                                      flags=socket.AI_PASSIVE)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind(addr)
-        sock.listen(100)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
 def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
     from aiosmtpd.controller import Controller
 
@@ -609,7 +589,7 @@ def make_controller(settings: Settings, handler: InboundHandler) -> Controller:
             # bound here, in the caller's thread, so that a port in use is an
             # error at once: aiosmtpd binds in its loop's thread and, when that
             # fails, lets start() wait out its whole ready_timeout first
-            self._sock = listening_socket(self.hostname, self.port)
+            self._sock = listening_socket(self.hostname or None, self.port, v6_only=True, backlog=100)
             try:
                 super().start()
             except BaseException:

@@ -33,6 +33,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from pbm_server.base.settings import Settings
+from pbm_server.base.sockets import listening_socket
 from pbm_server.store.db import Database
 from pbm_server.web.app import SECURITY_HEADERS, Guard, make_app
 
@@ -54,20 +55,11 @@ BIND_PATIENCE_SECONDS = 5.0
 
 def bind(host: str, port: int, setting: str = "PBM_HTTP_LISTEN") -> socket.socket:
     """A listening TCP socket on host:port, inheritable by a child process."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError as exc:
-        raise CannotListen(setting, f"{host}:{port}", exc.strerror or str(exc)) from exc
-    family, kind, proto, _, addr = infos[0]
     deadline = time.monotonic() + BIND_PATIENCE_SECONDS
     while True:
-        sock = socket.socket(family, kind, proto)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(addr)
-            sock.listen(512)
+            sock = listening_socket(host, port)
         except OSError as exc:
-            sock.close()
             if exc.errno == errno.EADDRINUSE and time.monotonic() < deadline:
                 time.sleep(0.1)
                 continue
